@@ -1,0 +1,84 @@
+# mysqlq — developer entry points.  `make test` is all CI runs (see .ci/run).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# Small pip-installable packages that provide handler entry points.
+LOCAL_PKGS := tests/handlers scripts/handlers
+
+# Debian packages needed to build mysqlclient / systemd-python and to run mariadbd.
+DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev \
+                libsystemd-dev mariadb-server mariadb-client
+
+# Use sudo for apt-get when not root (and sudo exists).
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || command -v sudo)
+
+PYTEST_ARGS ?=
+BENCH_ARGS  ?=
+
+.PHONY: all deps venv lint test demo bench clean distclean
+
+all: test
+
+# deps: install whichever of DEB_PACKAGES are missing (silent when none are).
+deps:
+	@if ! command -v dpkg-query >/dev/null 2>&1; then \
+	  echo "deps: not a Debian system; install the equivalents of: $(DEB_PACKAGES)" >&2; \
+	  exit 0; \
+	fi; \
+	missing=""; \
+	for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' \
+	    || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  $(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+# venv: .venv with the package (editable, dev extras) and the handler packages;
+# reinstalled only when one of the pyproject.toml files changes.
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml $(wildcard $(addsuffix /pyproject.toml,$(LOCAL_PKGS))) | deps
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]' \
+	  $(foreach d,$(LOCAL_PKGS),$(if $(wildcard $(d)/pyproject.toml $(d)/setup.py),-e ./$(d)))
+	@touch $@
+
+# lint: ruff over all Python code, mypy over the package.
+lint: venv
+	$(BIN)/ruff check mysqlq tests scripts
+	$(BIN)/mypy mysqlq
+
+# test: lint, then pytest (the session fixture starts a private mariadbd itself,
+# or uses MYSQLQ_TEST_DSN).  Extra pytest options: make test PYTEST_ARGS='-k claim -x'
+test: deps venv lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+# demo: run the end-to-end demo script.
+demo: deps venv
+	$(BIN)/python scripts/demo
+
+# bench: run the benchmark; options via BENCH_ARGS='...'.
+bench: deps venv
+	$(BIN)/python scripts/bench $(BENCH_ARGS)
+
+# clean: stop a local private server, remove its data and all caches/build output.
+clean:
+	@if [ -d .mysqlq ]; then \
+	  find .mysqlq -name mariadbd.pid -exec sh -c \
+	    '$(PYTHON) scripts/private_mariadb.py stop "$$(dirname "$$1")" || true' _ {} \; ; \
+	fi
+	rm -rf .mysqlq build dist .mypy_cache .ruff_cache .pytest_cache
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' \) \
+	  -prune -exec rm -rf {} +
+
+# distclean: clean, and remove the virtualenv too.
+distclean: clean
+	rm -rf $(VENV)

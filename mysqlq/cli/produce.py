@@ -1,0 +1,149 @@
+"""Commands for the producer side and the schema: migrate, check, enqueue, stats."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import handlers as handler_registry
+from ..config import Settings
+from ..db import CLI_RETRY, Database
+from ..errors import InvalidJob, MysqlqError
+from ..jobs import STATUSES, Job
+from ..producer import Producer, check_schema
+from ..stats import queue_stats
+from ..store.schema import applied_version, latest_version, migrate
+from . import main, settings
+
+
+@main.command(name="migrate")
+@click.pass_context
+def migrate_command(ctx: click.Context) -> None:
+    """Create or upgrade the schema (safe to run again, and from many hosts at once)."""
+    cfg = settings(ctx)
+    db = Database(cfg.dsn, retry=CLI_RETRY)
+    applied = db.run(lambda cur: migrate(cur, cfg.dsn.database))
+    if applied:
+        click.echo(f"schema migrated to version {applied[-1]} (applied {', '.join(map(str, applied))})")
+    else:
+        click.echo(f"schema is up to date (version {latest_version()})")
+
+
+@main.command()
+@click.pass_context
+def check(ctx: click.Context) -> None:
+    """Check the configuration: connect, compare schema versions, resolve every installed handler."""
+    cfg = settings(ctx)
+    db = Database(cfg.dsn, retry=CLI_RETRY)
+    version = db.run(applied_version)
+    db.run(check_schema)
+    click.echo(f"database: ok ({cfg.dsn.redacted()}, schema version {version})")
+    registry = handler_registry.Registry()
+    problems = []
+    for info in handler_registry.installed():
+        try:
+            registry.resolve(info.name)
+        except MysqlqError as exc:
+            problems.append(str(exc))
+    count = len(handler_registry.installed())
+    if problems:
+        raise MysqlqError(f"{len(problems)} of {count} handlers cannot be loaded: {problems[0]}")
+    click.echo(f"handlers: ok ({count} installed)")
+
+
+def _payload(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidJob(f"payload is not valid JSON: {exc}") from None
+
+
+def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settings) -> Job:
+    try:
+        item = json.loads(line)
+    except ValueError as exc:
+        raise InvalidJob(f"line {number}: not valid JSON: {exc}") from None
+    if not isinstance(item, dict) or "handler" not in item:
+        raise InvalidJob(f"line {number}: expected an object with at least \"handler\"")
+    known = {"handler", "payload", "queue", "delay", "priority", "dedupe_key", "max_attempts", "time_limit"}
+    unknown = set(item) - known
+    if unknown:
+        raise InvalidJob(f"line {number}: unknown field(s) {', '.join(sorted(unknown))}")
+    job = Job(**{**defaults, **item})
+    try:
+        job.row(cfg)  # every line is checked before anything is written
+    except InvalidJob as exc:
+        raise InvalidJob(f"line {number}: {exc}") from None
+    return job
+
+
+@main.command()
+@click.argument("handler", required=False)
+@click.argument("payload", required=False)
+@click.option("--file", "path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Enqueue every line of a JSON-lines file (handler, payload, queue, delay, ...), all or nothing.")
+@click.option("--queue", envvar="MYSQLQ_QUEUE", show_envvar=True, default="default", help="Queue name.")
+@click.option("--delay", type=float, default=0.0, help="Seconds to wait before the job may run.")
+@click.option("--priority", type=int, default=0, help="Lower runs first.")
+@click.option("--dedupe-key", help="Enqueue at most once per key: a taken key prints the existing job's id.")
+@click.option("--max-attempts", type=int, envvar="MYSQLQ_MAX_ATTEMPTS", show_envvar=True, default=None,
+              help="Attempts before the job is dead [default: 5].")
+@click.option("--time-limit", type=float, help="Seconds the job may run [default: the worker's].")
+@click.pass_context
+def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: Path | None, queue: str,
+            delay: float, priority: int, dedupe_key: str | None, max_attempts: int | None,
+            time_limit: float | None) -> None:
+    """Enqueue HANDLER with a JSON PAYLOAD and print its id, or bulk-load jobs with --file."""
+    cfg = settings(ctx)
+    if path is not None:
+        if handler or payload:
+            raise click.UsageError("give either HANDLER [PAYLOAD] or --file, not both")
+        defaults = {"queue": queue, "delay": delay, "priority": priority, "max_attempts": max_attempts,
+                    "time_limit": time_limit}
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidJob(f"cannot read {path}: {exc}") from None
+        try:
+            jobs = [_job_from_line(n, line, defaults, cfg) for n, line in enumerate(lines, 1) if line.strip()]
+        except InvalidJob as exc:
+            raise InvalidJob(f"{path}: {exc}; nothing was enqueued") from None
+        with Producer(cfg) as producer, click.progressbar(length=len(jobs), label="enqueuing", file=sys.stderr) as bar:
+            inserted = producer.enqueue_many(jobs, progress=bar.update)
+        click.echo(f"enqueued {inserted} jobs ({len(jobs) - inserted} skipped by dedupe key)")
+        return
+    if not handler:
+        raise click.UsageError("HANDLER is required (or --file)")
+    with Producer(cfg) as producer:
+        job_id = producer.enqueue(handler, _payload(payload), queue=queue, delay=delay, priority=priority,
+                                  dedupe_key=dedupe_key, max_attempts=max_attempts, time_limit=time_limit)
+    click.echo(job_id)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_context
+def stats(ctx: click.Context, as_json: bool) -> None:
+    """Per queue: jobs by status and the age of the oldest ready job."""
+    cfg = settings(ctx)
+    db = Database(cfg.dsn, retry=CLI_RETRY)
+    db.run(check_schema)
+    rows = db.run(queue_stats)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    header = ["queue", *STATUSES, "oldest_ready_s"]
+    table = [[row["queue"], *(str(row["counts"][s]) for s in STATUSES),
+              "-" if row["oldest_ready_age"] is None else f"{row['oldest_ready_age']:.1f}"] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(header)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    for r in table:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    if not table:
+        click.echo("(no jobs)")

@@ -1,0 +1,97 @@
+"""Commands for running work: worker, handlers, workers."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import handlers as handler_registry
+from ..config import default_worker_name
+from ..db import CLI_RETRY, Database
+from ..producer import check_schema
+from ..store import workers as worker_store
+from ..worker import Worker
+from . import main, settings
+
+
+def _split_queues(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...] | None:
+    names = tuple(name.strip() for item in value for name in item.replace(",", " ").split() if name.strip())
+    return names or None
+
+
+def _instance_name() -> str:
+    """Under systemd the template instance (worker@3 → "3" is passed as --name); else host:pid."""
+    return default_worker_name()
+
+
+@main.command()
+@click.option("--name", envvar="MYSQLQ_WORKER_NAME", show_envvar=True, default=None,
+              help="Worker name shown in jobs and logs [default: host:pid; the instance name under systemd].")
+@click.option("--queue", "queues", envvar="MYSQLQ_QUEUES", show_envvar=True, multiple=True, callback=_split_queues,
+              help="Queue to work (repeat, or comma-separate; earlier queues first) [default: default].")
+@click.option("--batch-size", envvar="MYSQLQ_BATCH_SIZE", show_envvar=True, type=click.IntRange(1, 10_000),
+              default=100, help="Jobs claimed per round trip.")
+@click.option("--poll-interval", envvar="MYSQLQ_POLL_INTERVAL", show_envvar=True, type=click.FloatRange(min=0.01),
+              default=2.0, help="Seconds between polls when idle; hints from local producers wake it sooner.")
+@click.option("--time-limit", envvar="MYSQLQ_TIME_LIMIT", show_envvar=True, type=click.FloatRange(min=0.001),
+              default=300.0, help="Default seconds a job may run before it counts as failed.")
+@click.option("--lease", envvar="MYSQLQ_LEASE", show_envvar=True, type=click.FloatRange(min=1), default=60.0,
+              help="Seconds a claim lasts without heartbeats before others may take it over.")
+@click.option("--heartbeat-interval", envvar="MYSQLQ_HEARTBEAT_INTERVAL", show_envvar=True,
+              type=click.FloatRange(min=0.05), default=5.0, help="Seconds between heartbeats.")
+@click.option("--processlist-check/--no-processlist-check", envvar="MYSQLQ_PROCESSLIST_CHECK", show_envvar=True,
+              default=True, help="Reap a worker whose connection is gone from the server's process list "
+              "(turn off behind poolers or proxies that reuse connection ids).")
+@click.option("--retry-base", envvar="MYSQLQ_RETRY_BASE", show_envvar=True, type=click.FloatRange(min=0),
+              default=2.0, help="First retry delay in seconds; doubles per attempt, with jitter.")
+@click.option("--claim", "claim_strategy", envvar="MYSQLQ_CLAIM", show_envvar=True,
+              type=click.Choice(["update", "skip-locked"]), default="update",
+              help="Claim statement: UPDATE…LIMIT then SELECT by batch_id, or SELECT…SKIP LOCKED then UPDATE.")
+@click.option("--isolation", envvar="MYSQLQ_ISOLATION", show_envvar=True,
+              type=click.Choice(["REPEATABLE READ", "READ COMMITTED"]), default=None,
+              help="Transaction isolation of the worker's session [default: the server's].")
+@click.option("--hint/--no-hint", envvar="MYSQLQ_HINT", show_envvar=True, default=True,
+              help="Listen for has-task hints from producers on this host.")
+@click.option("--hint-dir", envvar="MYSQLQ_HINT_DIR", show_envvar=True, default=None,
+              help="Directory of hint sockets [default: /run/mysqlq if writable, else a per-user temp dir].")
+@click.option("--burst", is_flag=True, envvar="MYSQLQ_BURST", help="Drain what is ready, then exit 0.")
+@click.pass_context
+def worker(ctx: click.Context, /, name: str | None, queues: tuple[str, ...] | None, **options: object) -> None:
+    """Run jobs until SIGTERM: finish the job in hand, release the rest of the batch, exit 0."""
+    cfg = settings(ctx, worker_name=name or _instance_name(), queues=queues, **options)
+    raise SystemExit(Worker(cfg).run())
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def handlers(as_json: bool) -> None:
+    """List installed handlers (entry points in group mysqlq.handlers), without importing them."""
+    found = handler_registry.installed()
+    if as_json:
+        click.echo(json.dumps([vars(info) for info in found], indent=2))
+        return
+    if not found:
+        click.echo("no handlers installed (declare entry points in group 'mysqlq.handlers')")
+    for info in found:
+        click.echo(f"{info.name}  {info.target}  ({info.distribution})")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def workers(ctx: click.Context, as_json: bool) -> None:
+    """List registered workers: age, last heartbeat, and how many jobs each is running."""
+    cfg = settings(ctx)
+    db = Database(cfg.dsn, retry=CLI_RETRY)
+    db.run(check_schema)
+    rows = db.run(worker_store.listing)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    if not rows:
+        click.echo("no workers registered")
+    for row in rows:
+        click.echo(f"{row['name']}  host={row['host']} pid={row['pid']} queues={row['queues']} "
+                   f"up={row['age_us'] / 1e6:.0f}s heartbeat={row['heartbeat_age_us'] / 1e6:.1f}s ago "
+                   f"running={row['running']}")

@@ -1,0 +1,143 @@
+"""Settings: the DSN and every knob of producers and workers, in one typed object."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from .errors import ConfigError, MysqlqError
+
+DEFAULT_DSN = "mysql://root@127.0.0.1:3306/test"
+MAX_NAME_LENGTH = 100
+
+
+@dataclass(frozen=True)
+class Dsn:
+    """Where the database is: parsed from ``mysql://user:password@host:port/db?unix_socket=...``."""
+
+    host: str = "127.0.0.1"
+    port: int = 3306
+    user: str = "root"
+    password: str = ""
+    database: str = "test"
+    unix_socket: str | None = None
+
+    @classmethod
+    def parse(cls, url: str) -> Dsn:
+        """Parse a DSN; raise ConfigError naming what is wrong (never echoing the password)."""
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("mysql", "mariadb"):
+            raise ConfigError("DSN must start with mysql:// or mariadb:// (e.g. mysql://user:pw@host:3306/db)")
+        try:
+            port = parts.port or 3306
+        except ValueError:
+            raise ConfigError("DSN has an invalid port") from None
+        database = unquote(parts.path.lstrip("/"))
+        if not database or "/" in database:
+            raise ConfigError("DSN must name a database, e.g. mysql://user@host/mydb")
+        query = parse_qs(parts.query)
+        unknown = set(query) - {"unix_socket"}
+        if unknown:
+            raise ConfigError(f"DSN has unknown parameter(s): {', '.join(sorted(unknown))} (known: unix_socket)")
+        sockets = query.get("unix_socket")
+        return cls(
+            host=parts.hostname or "localhost",
+            port=port,
+            user=unquote(parts.username or "root"),
+            password=unquote(parts.password or ""),
+            database=database,
+            unix_socket=sockets[-1] if sockets else None,
+        )
+
+    def redacted(self) -> str:
+        """The DSN as it may appear in logs and errors: the password is never shown."""
+        auth = self.user + (":***" if self.password else "")
+        where = f"{self.host}:{self.port}" if not self.unix_socket else f"{self.host}"
+        tail = f"?unix_socket={self.unix_socket}" if self.unix_socket else ""
+        return f"mysql://{auth}@{where}/{self.database}{tail}"
+
+    def __repr__(self) -> str:
+        return f"Dsn({self.redacted()!r})"
+
+    @property
+    def identity(self) -> str:
+        """A stable string naming this database, used to scope has-task hints."""
+        where = self.unix_socket or f"{self.host}:{self.port}"
+        return f"{where}/{self.database}"
+
+
+def default_worker_name() -> str:
+    """``host:pid``, or the systemd instance name when run from a template unit."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a worker or producer needs; the CLI builds one from options and MYSQLQ_* variables."""
+
+    dsn: Dsn = field(default_factory=lambda: Dsn.parse(os.environ.get("MYSQLQ_DSN", DEFAULT_DSN)))
+    queues: tuple[str, ...] = ("default",)
+    worker_name: str = field(default_factory=default_worker_name)
+    batch_size: int = 100
+    poll_interval: float = 2.0
+    flush_interval: float = 0.5
+    heartbeat_interval: float = 5.0
+    lease: float = 60.0
+    reap_interval: float = 2.0
+    processlist_check: bool = True
+    time_limit: float = 300.0
+    max_attempts: int = 5
+    retry_base: float = 2.0
+    retry_cap: float = 3600.0
+    max_payload_bytes: int = 1024 * 1024
+    hint_dir: str | None = None
+    hint: bool = True
+    isolation: str | None = None
+    claim_strategy: str = "update"
+    retain_done: float | None = 7 * 86400.0
+    retain_dead: float | None = 30 * 86400.0
+    burst: bool = False
+
+    def replace(self, **changes: object) -> Settings:
+        """A copy with some settings changed (validated again)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        if not self.queues:
+            raise ConfigError("at least one queue is needed")
+        for queue in self.queues:
+            check_name("queue", queue)
+        positive = {
+            "batch_size": self.batch_size,
+            "poll_interval": self.poll_interval,
+            "heartbeat_interval": self.heartbeat_interval,
+            "lease": self.lease,
+            "time_limit": self.time_limit,
+            "max_attempts": self.max_attempts,
+            "max_payload_bytes": self.max_payload_bytes,
+        }
+        for name, value in positive.items():
+            if value <= 0:
+                raise ConfigError(f"{name.replace('_', '-')} must be positive, got {value}")
+        if self.batch_size > 10_000:
+            raise ConfigError("batch-size must be at most 10000")
+        if self.lease <= 2 * self.heartbeat_interval:
+            raise ConfigError("lease must be longer than twice the heartbeat interval")
+        if self.isolation not in (None, "REPEATABLE READ", "READ COMMITTED"):
+            raise ConfigError("isolation must be 'REPEATABLE READ' or 'READ COMMITTED'")
+        if self.claim_strategy not in ("update", "skip-locked"):
+            raise ConfigError("claim strategy must be 'update' or 'skip-locked'")
+
+
+def check_name(kind: str, value: str, error: type[MysqlqError] = ConfigError) -> str:
+    """Validate a queue or handler name: non-empty, printable, at most MAX_NAME_LENGTH characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise error(f"{kind} name must not be empty")
+    if len(value) > MAX_NAME_LENGTH:
+        raise error(f"{kind} name is {len(value)} characters long; the limit is {MAX_NAME_LENGTH}")
+    if not value.isprintable() or value != value.strip():
+        raise error(f"{kind} name {value!r} has whitespace at its ends or unprintable characters")
+    return value

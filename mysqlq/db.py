@@ -1,0 +1,174 @@
+"""Connections: opening them with the session settings mysqlq relies on, and retrying transient errors."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import MySQLdb
+import MySQLdb.connections
+import MySQLdb.cursors
+import structlog
+
+from .config import Dsn
+from .errors import DatabaseUnavailable
+
+T = TypeVar("T")
+Connection = MySQLdb.connections.Connection
+Cursor = MySQLdb.cursors.Cursor
+
+log = structlog.get_logger("mysqlq.db")
+
+# Errors after which the same work may simply be tried again on a fresh connection:
+# deadlock and lock wait timeout (the statement was rolled back), and every flavour of
+# "the server went away or is restarting".
+DEADLOCK, LOCK_WAIT_TIMEOUT = 1213, 1205
+TRANSIENT_CODES = frozenset(
+    {
+        DEADLOCK,
+        LOCK_WAIT_TIMEOUT,
+        1040,  # too many connections
+        1053,  # server shutdown in progress
+        1927,  # connection was killed (MariaDB)
+        2002,  # can't connect through socket
+        2003,  # can't connect to server
+        2006,  # server has gone away
+        2013,  # lost connection during query
+        2055,  # lost connection (system error)
+        4031,  # disconnected by server: client inactive too long
+    }
+)
+ACCESS_DENIED, UNKNOWN_DATABASE = 1045, 1049
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The server or client error number of a MySQLdb exception, if it has one."""
+    args = getattr(exc, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors that a retry on a fresh connection can cure."""
+    if isinstance(exc, MySQLdb.InterfaceError):
+        return True  # the connection object is closed or unusable
+    return isinstance(exc, MySQLdb.OperationalError) and error_code(exc) in TRANSIENT_CODES
+
+
+def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10) -> Connection:
+    """Open an autocommit connection in UTC, translating refusals into one-line errors."""
+    kwargs: dict[str, Any] = {
+        "user": dsn.user,
+        "passwd": dsn.password,
+        "database": dsn.database,
+        "charset": "utf8mb4",
+        "autocommit": True,
+        "connect_timeout": connect_timeout,
+        "init_command": "SET time_zone = '+00:00'",
+    }
+    if dsn.unix_socket:
+        kwargs["unix_socket"] = dsn.unix_socket
+    else:
+        kwargs.update(host=dsn.host, port=dsn.port)
+    try:
+        conn = MySQLdb.connect(**kwargs)
+    except MySQLdb.OperationalError as exc:
+        code, where = error_code(exc), dsn.unix_socket or f"{dsn.host}:{dsn.port}"
+        message = exc.args[1] if len(exc.args) > 1 else str(exc)
+        if code == ACCESS_DENIED:
+            raise DatabaseUnavailable(
+                f"access denied for user {dsn.user!r} at {where}: check the DSN's user and password",
+                transient=False,
+            ) from None
+        if code == UNKNOWN_DATABASE:
+            raise DatabaseUnavailable(f"database {dsn.database!r} does not exist on {where}", transient=False) from None
+        raise DatabaseUnavailable(f"cannot connect to the database at {where}: {message}", transient=True) from None
+    if isolation:
+        with conn.cursor() as cur:
+            cur.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {isolation}")  # validated by Settings
+    return conn
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to keep retrying transient errors: ``attempts=None`` means forever."""
+
+    attempts: int | None = 5
+    first_delay: float = 0.05
+    max_delay: float = 5.0
+
+    def delay(self, attempt: int) -> float:
+        base = min(self.max_delay, self.first_delay * 2 ** (attempt - 1))
+        return float(base * random.uniform(0.5, 1.0))
+
+
+CLI_RETRY = RetryPolicy(attempts=5)
+FOREVER = RetryPolicy(attempts=None)
+
+
+class Database:
+    """One connection that reopens itself after transient errors and retries the failed unit of work.
+
+    Units passed to :meth:`run` must be safe to repeat: mysqlq's are single autocommit statements
+    or statements fenced by a claim token.
+    """
+
+    def __init__(
+        self,
+        dsn: Dsn,
+        *,
+        isolation: str | None = None,
+        retry: RetryPolicy = CLI_RETRY,
+        on_connect: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self.dsn = dsn
+        self.isolation = isolation
+        self.retry = retry
+        self.on_connect = on_connect
+        self._conn: Connection | None = None
+
+    @property
+    def conn(self) -> Connection:
+        """The open connection, connecting (once, no retry) if there is none."""
+        if self._conn is None:
+            self._conn = connect(self.dsn, isolation=self.isolation)
+            if self.on_connect is not None:
+                self.on_connect(self._conn)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(MySQLdb.Error):
+                self._conn.close()
+            self._conn = None
+
+    def run(self, unit: Callable[[Cursor], T]) -> T:
+        """Run ``unit`` with a cursor, reconnecting and retrying on transient errors."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                with self.conn.cursor() as cur:
+                    return unit(cur)
+            except DatabaseUnavailable as exc:
+                # A CLI that cannot connect at all says so at once; a worker waits for the server.
+                if not exc.transient or self._exhausted(attempt) or (attempt == 1 and self.retry.attempts):
+                    raise
+                self._pause(exc, attempt)
+            except MySQLdb.Error as exc:
+                if not is_transient(exc) or self._exhausted(attempt):
+                    raise
+                if error_code(exc) not in (DEADLOCK, LOCK_WAIT_TIMEOUT):
+                    self.close()
+                self._pause(exc, attempt)
+
+    def _exhausted(self, attempt: int) -> bool:
+        return self.retry.attempts is not None and attempt >= self.retry.attempts
+
+    def _pause(self, exc: BaseException, attempt: int) -> None:
+        delay = self.retry.delay(attempt)
+        log.warning("db.retry", error=str(exc), attempt=attempt, delay=round(delay, 3))
+        time.sleep(delay)

@@ -1,0 +1,123 @@
+"""A worker's second connection, on a thread of its own: registry row, heartbeats, lease
+extension, and, for the one worker holding the reaper lock, reaping dead workers' claims."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .config import Settings
+from .db import FOREVER, Connection, Database, RetryPolicy
+from .store import workers as store
+from .store.schema import lock_name
+
+EXPIRED_SWEEP_EVERY = 5  # reaper runs; the lease-expiry sweep is the slow path
+
+
+class Heartbeat:
+    """Keeps the worker visibly alive and its claims leased; reaps for everyone when leader."""
+
+    def __init__(self, settings: Settings, log: Any, current_batch: Callable[[], int | None],
+                 on_reaped: Callable[[int], None]) -> None:
+        self.settings = settings
+        self.log = log
+        self.current_batch = current_batch
+        self.on_reaped = on_reaped
+        self.db = Database(settings.dsn, retry=FOREVER, on_connect=self._on_connect)
+        self.worker_id = 0
+        self.leader = False
+        self.connected_at = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="mysqlq-heartbeat", daemon=True)
+        self._reaps = 0
+        self._lock = lock_name("reaper", settings.dsn.database)
+
+    def _on_connect(self, conn: Connection) -> None:
+        self.connected_at = time.monotonic()
+        self.leader = False  # named locks die with the connection
+
+    def register(self) -> int:
+        """Register (before the first claim) and release what earlier lives of this name held."""
+        settings, host = self.settings, socket.gethostname()
+        self.worker_id = self.db.run(
+            lambda cur: store.register(cur, settings.worker_name, host, os.getpid(), settings.queues)
+        )
+        earlier = self.db.run(lambda cur: store.previous_lives(cur, self.worker_id, settings.worker_name, host))
+        if earlier:
+            released = self.db.run(lambda cur: store.reap(cur, earlier, False))
+            self.db.run(lambda cur: store.forget(cur, earlier))
+            self.log.info("worker.previous_life_released", jobs=released, registrations=len(earlier))
+            if released:
+                self.on_reaped(released)
+        return self.worker_id
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop beating and leave the registry (jobs still held are released by the caller first)."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        if self.worker_id:
+            try:
+                store_id = self.worker_id
+                self.db.retry = RetryPolicy(attempts=3)
+                self.db.run(lambda cur: store.unregister(cur, store_id))
+            except Exception as exc:  # the reaper will forget us anyway
+                self.log.warning("worker.unregister_failed", error=str(exc))
+        self.db.close()
+
+    def _loop(self) -> None:
+        settings = self.settings
+        next_beat = next_reap = time.monotonic() + min(settings.heartbeat_interval, settings.reap_interval)
+        while not self._stop.wait(max(0.0, min(next_beat, next_reap) - time.monotonic())):
+            now = time.monotonic()
+            try:
+                if now >= next_beat:
+                    self.beat()
+                    next_beat = now + settings.heartbeat_interval
+                if now >= next_reap:
+                    if self.leader:
+                        self.reap()
+                    next_reap = now + settings.reap_interval
+            except Exception as exc:  # never let the thread die: the next beat tries again
+                self.log.error("heartbeat.error", error=f"{type(exc).__name__}: {exc}")
+
+    def beat(self) -> None:
+        settings = self.settings
+        alive = self.db.run(lambda cur: store.heartbeat(cur, self.worker_id))
+        if not alive:
+            self.log.warning("worker.registration_lost", worker_id=self.worker_id)
+            self.register()
+        batch_id = self.current_batch()
+        if batch_id is not None:
+            self.db.run(lambda cur: store.extend_lease(cur, batch_id, settings.lease))
+        if not self.leader:
+            self.leader = self.db.run(lambda cur: store.try_lock(cur, self._lock))
+            if self.leader:
+                self.log.info("reaper.leader")
+
+    def reap(self) -> int:
+        """Give the claims of dead workers back (and, every few runs, those of lapsed leases)."""
+        settings = self.settings
+        # Right after our own (re)connection, e.g. a server restart, the others have not
+        # re-registered their new connection ids yet: do not judge them by the process list.
+        settled = time.monotonic() - self.connected_at > 2 * settings.heartbeat_interval
+        check = settings.processlist_check and settled
+        dead = self.db.run(lambda cur: store.dead_workers(cur, settings.lease, check))
+        self._reaps += 1
+        sweep = self._reaps % EXPIRED_SWEEP_EVERY == 0
+        if not dead and not sweep:
+            return 0
+        reaped = self.db.run(lambda cur: store.reap(cur, dead, sweep))
+        if dead:
+            self.db.run(lambda cur: store.forget(cur, dead))
+        if reaped or dead:
+            self.log.warning("reaper.reaped", jobs=reaped, dead_workers=dead)
+        if reaped:
+            self.on_reaped(reaped)
+        return reaped

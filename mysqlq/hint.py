@@ -1,0 +1,113 @@
+"""The has-task hint: producers on the same host wake idle workers through unix datagram sockets.
+
+Each worker binds ``<dir>/<db>.<pid>.sock``; after a commit, a producer sends a tiny datagram
+(``queue`` and the seconds until the job is due) to every socket of the same database. Sending
+never blocks and never fails the enqueue: a hint that does not arrive only means the job waits
+for the worker's next poll. Idle workers therefore sleep in ``select()`` and cost the database
+one query per poll interval.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import socket
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Settings
+
+ANY_QUEUE = "*"
+RUN_DIR = Path("/run/mysqlq")
+
+
+def hint_dir(settings: Settings) -> Path:
+    """Where hint sockets live: MYSQLQ_HINT_DIR, else /run/mysqlq when usable, else a per-user temp dir."""
+    if settings.hint_dir:
+        return Path(settings.hint_dir)
+    if RUN_DIR.is_dir() and os.access(RUN_DIR, os.W_OK | os.X_OK):
+        return RUN_DIR
+    return Path(tempfile.gettempdir()) / f"mysqlq-{os.getuid()}"
+
+
+def _prefix(settings: Settings) -> str:
+    return hashlib.sha1(settings.dsn.identity.encode()).hexdigest()[:12]
+
+
+def notify(settings: Settings, queues: Iterable[str], delay: float = 0.0) -> int:
+    """Wake the workers of this database on this host; returns how many sockets were reached."""
+    if not settings.hint:
+        return 0
+    folder = hint_dir(settings)
+    prefix = _prefix(settings) + "."
+    messages = [f"{queue}\n{delay:.6f}".encode() for queue in set(queues)]
+    reached = 0
+    try:
+        entries = [entry.path for entry in os.scandir(folder) if entry.name.startswith(prefix)]
+    except OSError:
+        return 0
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
+        sender.setblocking(False)
+        for path in entries:
+            try:
+                for message in messages:
+                    sender.sendto(message, path)
+                reached += 1
+            except OSError as exc:
+                if exc.errno == errno.ECONNREFUSED:  # the worker died without cleaning up
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+                # EAGAIN: its buffer is full of hints it has not read yet; it is awake anyway.
+    return reached
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One received hint: a queue (or ANY_QUEUE) and the seconds until its job is due."""
+
+    queue: str
+    delay: float
+
+
+class Listener:
+    """A worker's end of the hint channel; ``fileno()`` is readable when hints are waiting."""
+
+    def __init__(self, settings: Settings) -> None:
+        folder = hint_dir(settings)
+        folder.mkdir(mode=0o1777 if folder == RUN_DIR else 0o700, parents=True, exist_ok=True)
+        self.path = folder / f"{_prefix(settings)}.{os.getpid()}.sock"
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.setblocking(False)
+        self.sock.bind(str(self.path))
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, 0o666)  # producers of other users on this host may wake us
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def drain(self) -> list[Hint]:
+        """Every hint waiting in the socket (malformed datagrams are ignored)."""
+        hints: list[Hint] = []
+        while True:
+            try:
+                data = self.sock.recv(512)
+            except BlockingIOError:
+                return hints
+            except OSError:
+                return hints
+            queue, _, delay = data.decode(errors="replace").partition("\n")
+            try:
+                hints.append(Hint(queue, max(0.0, float(delay or 0))))
+            except ValueError:
+                continue
+
+    def close(self) -> None:
+        self.sock.close()
+        with contextlib.suppress(OSError):
+            self.path.unlink()

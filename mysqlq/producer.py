@@ -1,0 +1,154 @@
+"""The producer API: enqueue jobs on mysqlq's own connection or inside the caller's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from . import hint
+from .config import Dsn, Settings
+from .db import CLI_RETRY, Connection, Cursor, Database
+from .errors import SchemaError
+from .jobs import Job
+from .store import jobs as store
+from .store.schema import applied_version, latest_version
+
+BULK_CHUNK = 1000
+
+
+def check_schema(cur: Cursor) -> None:
+    """Refuse a database whose schema is missing, older or newer than this mysqlq expects."""
+    have, want = applied_version(cur), latest_version()
+    if have == want:
+        return
+    if have == 0:
+        raise SchemaError("the mysqlq schema is missing: run `mysqlq migrate`")
+    if have < want:
+        raise SchemaError(f"the schema is at version {have}, this mysqlq needs {want}: run `mysqlq migrate`")
+    raise SchemaError(f"the schema is at version {have}, newer than this mysqlq knows ({want}): upgrade mysqlq")
+
+
+class Producer:
+    """Enqueues jobs on a connection of its own (autocommit), then hints local workers.
+
+    >>> with Producer(Settings(dsn=Dsn.parse("mysql://app:pw@db/app"))) as q:
+    ...     job_id = q.enqueue("mail.send", {"to": "a@example.com"})
+    """
+
+    def __init__(self, settings: Settings | None = None, *, dsn: str | None = None) -> None:
+        if settings is None:
+            settings = Settings(dsn=Dsn.parse(dsn)) if dsn else Settings()
+        self.settings = settings
+        self.db = Database(settings.dsn, retry=CLI_RETRY, on_connect=self._on_connect)
+
+    def _on_connect(self, conn: Connection) -> None:
+        with conn.cursor() as cur:
+            check_schema(cur)
+
+    def enqueue(
+        self,
+        handler: str,
+        payload: Any = None,
+        *,
+        queue: str = "default",
+        delay: float = 0.0,
+        run_at: datetime | None = None,
+        priority: int = 0,
+        dedupe_key: str | None = None,
+        max_attempts: int | None = None,
+        time_limit: float | None = None,
+    ) -> int:
+        """Enqueue one job and return its id (with a taken dedupe key: the existing job's id)."""
+        job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit)
+        row = job.row(self.settings)
+        job_id = self.db.run(lambda cur: store.insert_job(cur, row))
+        hint.notify(self.settings, [queue], delay)
+        return job_id
+
+    def enqueue_many(self, jobs: Iterable[Job], progress: Callable[[int], object] | None = None) -> int:
+        """Enqueue many jobs in multi-row INSERTs, all or nothing; returns how many were new.
+
+        Every job is checked before anything is written; ``progress`` hears of each chunk written.
+        """
+        batch = list(jobs)
+        rows = [job.row(self.settings) for job in batch]
+        inserted = self.db.run(lambda cur: self._insert_all(cur, rows, progress))
+        hint.notify(self.settings, {job.queue for job in batch})
+        return inserted
+
+    def _insert_all(self, cur: Cursor, rows: list[tuple[Any, ...]], progress: Callable[[int], object] | None) -> int:
+        conn = cur.connection
+        conn.begin()
+        try:
+            total = 0
+            for start in range(0, len(rows), BULK_CHUNK):
+                chunk = rows[start : start + BULK_CHUNK]
+                total += store.insert_jobs(cur, chunk)
+                if progress:
+                    progress(len(chunk))
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        return total
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """A transaction on the producer's connection: your statements and enqueues commit together.
+
+        Workers are hinted after the commit, never before.
+        """
+        conn = self.db.conn
+        conn.begin()
+        tx = Transaction(conn, self.settings)
+        try:
+            yield tx
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        if tx.queues:
+            hint.notify(self.settings, tx.queues)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Transaction:
+    """Enqueue inside a transaction the caller controls (the outbox pattern)."""
+
+    def __init__(self, conn: Connection, settings: Settings) -> None:
+        self.conn = conn
+        self.settings = settings
+        self.queues: set[str] = set()
+
+    def cursor(self) -> Cursor:
+        """A cursor for the caller's own statements in the same transaction."""
+        cursor: Cursor = self.conn.cursor()
+        return cursor
+
+    def enqueue(self, handler: str, payload: Any = None, **options: Any) -> int:
+        """Like Producer.enqueue, but the job exists only if the transaction commits."""
+        job = Job(handler, payload, **options)
+        job_id = enqueue_on(self.conn, job, self.settings)
+        self.queues.add(job.queue)
+        return job_id
+
+
+def enqueue_on(conn: Connection, job: Job, settings: Settings | None = None) -> int:
+    """Enqueue on a connection the caller holds, in its current transaction; nothing is committed.
+
+    Call :func:`mysqlq.hint.notify` after your commit to wake local workers at once;
+    without it the job starts at the workers' next poll.
+    """
+    row = job.row(settings or Settings(dsn=Dsn()))
+    with conn.cursor() as cur:
+        return store.insert_job(cur, row)

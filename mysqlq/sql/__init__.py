@@ -1,0 +1,45 @@
+"""Every SQL statement mysqlq runs, loaded by name from the ``.sql`` files beside this module."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+
+
+@cache
+def queries() -> dict[str, str]:
+    """Map of query name to statement, from ``queries.sql`` (``-- name: x`` headers)."""
+    text = resources.files(__package__).joinpath("queries.sql").read_text(encoding="utf-8")
+    found: dict[str, str] = {}
+    chunks = _HEADER.split(text)
+    for name, body in zip(chunks[1::2], chunks[2::2], strict=True):
+        lines = [line for line in body.splitlines() if line.strip() and not line.lstrip().startswith("--")]
+        if name in found:
+            raise RuntimeError(f"query {name!r} is defined twice in queries.sql")
+        found[name] = "\n".join(lines).rstrip().rstrip(";")
+    return found
+
+
+def query(name: str) -> str:
+    """The statement called ``name``; a KeyError names the missing query."""
+    return queries()[name]
+
+
+def migrations() -> list[tuple[int, list[str]]]:
+    """(version, statements) for each numbered file in ``migrations/``, in order."""
+    folder = resources.files(__package__).joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        match = re.fullmatch(r"(\d{4})_\w+\.sql", entry.name)
+        if match:
+            text = entry.read_text(encoding="utf-8")
+            statements = [s.strip() for s in re.split(r"^;\s*$", text, flags=re.MULTILINE) if _has_sql(s)]
+            found.append((int(match.group(1)), statements))
+    return sorted(found)
+
+
+def _has_sql(chunk: str) -> bool:
+    return any(line.strip() and not line.strip().startswith("--") for line in chunk.splitlines())

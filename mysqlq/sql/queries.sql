@@ -1,0 +1,195 @@
+-- Every statement mysqlq runs. Each one stands under a "-- name: x" header with a line saying
+-- what it is for; mysqlq.store is the only code that runs them. Parameters are %(name)s; a
+-- statement with "{ids}" gets one %(...)s placeholder per element of a list (see mysqlq.store.in_list).
+-- Dialect notes (MariaDB 10.6+ and MySQL 8.0+ both run every statement here):
+--   * no RETURNING (MariaDB only); bulk inserts return a count, single inserts use LAST_INSERT_ID;
+--   * SKIP LOCKED exists in both; information_schema.PROCESSLIST exists in both (deprecated in MySQL 8).
+
+-- ---------------------------------------------------------------- schema
+
+-- name: create_version_table
+-- The table holding the schema version every command checks.
+CREATE TABLE IF NOT EXISTS mysqlq_schema_version (
+  version INT NOT NULL PRIMARY KEY,
+  applied_at DATETIME(6) NOT NULL
+) ENGINE=InnoDB;
+
+-- name: schema_version
+-- The newest applied migration (fails with 1146 when the table does not exist yet).
+SELECT COALESCE(MAX(version), 0) FROM mysqlq_schema_version;
+
+-- name: record_version
+-- Remember that a migration was applied.
+INSERT INTO mysqlq_schema_version (version, applied_at) VALUES (%(version)s, NOW(6));
+
+-- name: get_lock
+-- A named server lock (migrations, reaper leadership); 1 when taken.
+SELECT GET_LOCK(%(name)s, %(timeout)s);
+
+-- name: release_lock
+-- Give a named server lock back.
+SELECT RELEASE_LOCK(%(name)s);
+
+-- ---------------------------------------------------------------- producer
+
+-- name: insert_job
+-- Enqueue one job; when its dedupe key exists, LAST_INSERT_ID() becomes the existing job's id.
+INSERT INTO mysqlq_jobs
+  (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key)
+VALUES
+  (%(queue)s, %(handler)s, %(payload)s, %(status)s, %(priority)s,
+   COALESCE(%(run_at)s, NOW(6) + INTERVAL %(delay_us)s MICROSECOND),
+   %(max_attempts)s, %(time_limit)s, NOW(6), %(dedupe_key)s)
+ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
+
+-- name: insert_jobs
+-- Enqueue many jobs in multi-row INSERTs; rows whose dedupe key exists are skipped.
+INSERT INTO mysqlq_jobs
+  (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key)
+VALUES
+  (%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s)
+ON DUPLICATE KEY UPDATE id = id;
+
+-- ---------------------------------------------------------------- claim
+
+-- name: poll
+-- The idle worker's one question: is anything ready in my queues, when is the next scheduled job
+-- due (microseconds from now, negative when overdue), and which of my queues are paused.
+SELECT
+  (SELECT 1 FROM mysqlq_jobs WHERE queue IN ({ids}) AND status = 'ready' LIMIT 1) AS has_ready,
+  (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(run_at)) FROM mysqlq_jobs WHERE status = 'scheduled') AS next_due_us,
+  (SELECT GROUP_CONCAT(name SEPARATOR '\n') FROM mysqlq_queues WHERE paused AND name IN ({ids})) AS paused;
+
+-- name: promote_due
+-- Make scheduled jobs (delayed or waiting to retry) whose time has come ready.
+UPDATE mysqlq_jobs SET status = 'ready'
+ WHERE status = 'scheduled' AND run_at <= NOW(6)
+ ORDER BY run_at LIMIT %(limit)s;
+
+-- name: claim_batch
+-- Claim (seed 001, method 4): mark up to N ready jobs of a queue as ours under a fresh batch_id.
+UPDATE mysqlq_jobs
+   SET status = 'running', batch_id = %(batch_id)s, worker_id = %(worker_id)s, worker = %(worker)s,
+       attempts = attempts + 1, started_at = NOW(6), finished_at = NULL,
+       lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
+ WHERE queue = %(queue)s AND status = 'ready'
+ ORDER BY priority, id LIMIT %(limit)s;
+
+-- name: lock_ready_skip_locked
+-- Claim, SKIP LOCKED variant, step 1 (in a transaction): lock the next ready jobs nobody else holds.
+SELECT id FROM mysqlq_jobs
+ WHERE queue = %(queue)s AND status = 'ready'
+ ORDER BY priority, id LIMIT %(limit)s
+ FOR UPDATE SKIP LOCKED;
+
+-- name: claim_ids
+-- Claim, SKIP LOCKED variant, step 2: mark the locked jobs as ours under a fresh batch_id.
+UPDATE mysqlq_jobs
+   SET status = 'running', batch_id = %s, worker_id = %s, worker = %s,
+       attempts = attempts + 1, started_at = NOW(6), finished_at = NULL,
+       lease_until = NOW(6) + INTERVAL %s MICROSECOND
+ WHERE status = 'ready' AND id IN ({ids});
+
+-- name: fetch_batch
+-- Read a claimed batch back by its claim token.
+SELECT id, queue, handler, payload, attempts, max_attempts, time_limit,
+       TIMESTAMPDIFF(MICROSECOND, enqueued_at, NOW(6)) AS age_us
+  FROM mysqlq_jobs WHERE batch_id = %(batch_id)s
+ ORDER BY priority, id;
+
+-- ---------------------------------------------------------------- outcomes (all fenced by batch_id)
+
+-- name: complete_jobs
+-- Record that jobs of a batch finished; jobs whose claim was taken over are not touched.
+UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL
+ WHERE batch_id = %s AND status = 'running' AND id IN ({ids});
+
+-- name: complete_job
+-- Record one finished job (transactional handlers: in the handler's transaction).
+UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL
+ WHERE id = %(id)s AND batch_id = %(batch_id)s AND status = 'running';
+
+-- name: retry_job
+-- A failed job with attempts left waits for its backoff as a scheduled job.
+UPDATE mysqlq_jobs
+   SET status = 'scheduled', run_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
+       batch_id = NULL, lease_until = NULL, last_error = %(error)s
+ WHERE id = %(id)s AND batch_id = %(batch_id)s AND status = 'running';
+
+-- name: bury_job
+-- A job out of attempts (or that can never succeed) ends dead, its error kept.
+UPDATE mysqlq_jobs
+   SET status = 'dead', finished_at = NOW(6), lease_until = NULL, last_error = %(error)s
+ WHERE id = %(id)s AND batch_id = %(batch_id)s AND status = 'running';
+
+-- name: release_jobs
+-- Give claimed jobs that never started back to the queue, refunding the attempt the claim took.
+UPDATE mysqlq_jobs
+   SET status = 'ready', batch_id = NULL, lease_until = NULL, started_at = NULL,
+       attempts = GREATEST(attempts, 1) - 1
+ WHERE batch_id = %s AND status = 'running' AND id IN ({ids});
+
+-- ---------------------------------------------------------------- workers, leases, reaper
+
+-- name: register_worker
+-- A worker announces itself with the id of its heartbeat connection.
+INSERT INTO mysqlq_workers (name, host, pid, connection_id, queues, started_at, heartbeat_at)
+VALUES (%(name)s, %(host)s, %(pid)s, CONNECTION_ID(), %(queues)s, NOW(6), NOW(6));
+
+-- name: heartbeat
+-- A live worker says so (0 rows: the reaper gave it up for dead and it must register again).
+UPDATE mysqlq_workers SET heartbeat_at = NOW(6), connection_id = CONNECTION_ID() WHERE id = %(id)s;
+
+-- name: extend_lease
+-- A live worker keeps the claim on the batch it is working through.
+UPDATE mysqlq_jobs SET lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
+ WHERE batch_id = %(batch_id)s AND status = 'running';
+
+-- name: unregister_worker
+-- A worker that stops cleanly leaves the registry.
+DELETE FROM mysqlq_workers WHERE id = %(id)s;
+
+-- name: previous_lives
+-- Registry rows left by earlier runs of a worker with this name on this host.
+SELECT id FROM mysqlq_workers WHERE name = %(name)s AND host = %(host)s AND id <> %(id)s;
+
+-- name: dead_workers
+-- Workers whose heartbeat is stale or (when checked) whose connection no longer exists.
+SELECT id FROM mysqlq_workers
+ WHERE heartbeat_at < NOW(6) - INTERVAL %(stale_us)s MICROSECOND
+    OR (%(check_processlist)s AND connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST));
+
+-- name: reap_jobs
+-- Running jobs of dead workers (and, with the flag, with an expired lease or no worker row) go back
+-- to ready; those that used up their attempts this way (poison jobs) end dead.
+UPDATE mysqlq_jobs j LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
+   SET j.status = IF(j.attempts >= j.max_attempts, 'dead', 'ready'),
+       j.finished_at = IF(j.attempts >= j.max_attempts, NOW(6), NULL),
+       j.last_error = CONCAT('worker ', COALESCE(j.worker, '?'), ' was lost while running attempt ',
+                             j.attempts, ' of ', j.max_attempts),
+       j.batch_id = NULL, j.lease_until = NULL
+ WHERE j.status = 'running'
+   AND (j.worker_id IN ({ids}) OR (%s AND (j.lease_until < NOW(6) OR w.id IS NULL)));
+
+-- name: delete_workers
+-- Forget registry rows of workers found dead.
+DELETE FROM mysqlq_workers WHERE id IN ({ids});
+
+-- name: list_workers
+-- The registry with what each worker holds.
+SELECT w.id, w.name, w.host, w.pid, w.connection_id, w.queues,
+       TIMESTAMPDIFF(MICROSECOND, w.started_at, NOW(6)) AS age_us,
+       TIMESTAMPDIFF(MICROSECOND, w.heartbeat_at, NOW(6)) AS heartbeat_age_us,
+       (SELECT COUNT(*) FROM mysqlq_jobs j WHERE j.status = 'running' AND j.worker_id = w.id) AS running
+  FROM mysqlq_workers w ORDER BY w.name, w.id;
+
+-- ---------------------------------------------------------------- stats
+
+-- name: count_by_queue_status
+-- Jobs per queue and status.
+SELECT queue, status, COUNT(*) FROM mysqlq_jobs GROUP BY queue, status;
+
+-- name: oldest_ready_age
+-- Per queue, how long the oldest ready job has been waiting (microseconds).
+SELECT queue, TIMESTAMPDIFF(MICROSECOND, MIN(run_at), NOW(6)) FROM mysqlq_jobs
+ WHERE status = 'ready' GROUP BY queue;

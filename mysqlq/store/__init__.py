@@ -1,0 +1,29 @@
+"""The only code that runs SQL: small functions over a cursor, one module per concern.
+
+Each function runs named statements from ``mysqlq/sql/queries.sql``; callers decide the retry
+(``mysqlq.db.Database.run``) and the transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..db import Cursor
+from ..sql import query
+
+
+def expand(name: str, count: int) -> str:
+    """The statement ``name`` with ``{ids}`` replaced by ``count`` placeholders (NULL when empty)."""
+    marks = ", ".join(["%s"] * count) if count else "NULL"
+    return query(name).replace("{ids}", marks)
+
+
+def execute(cur: Cursor, name: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> int:
+    """Run a named statement; returns the affected row count."""
+    return int(cur.execute(query(name), params))
+
+
+def execute_in(cur: Cursor, name: str, items: Sequence[Any], *extra: Any, before: Sequence[Any] = ()) -> int:
+    """Run a named statement whose ``{ids}`` list is ``items``; positional params around it."""
+    return int(cur.execute(expand(name, len(items)), [*before, *items, *extra]))

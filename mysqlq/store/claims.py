@@ -1,0 +1,90 @@
+"""Worker statements: poll, promote, claim a batch, read it back, record outcomes (all fenced)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..db import Cursor
+from ..jobs import ClaimedJob
+from . import execute, execute_in
+
+
+@dataclass(frozen=True)
+class PollResult:
+    has_ready: bool
+    next_due: float | None  # seconds from now until the next scheduled job is due
+    paused: frozenset[str]
+
+
+def poll(cur: Cursor, queues: Sequence[str]) -> PollResult:
+    execute_in(cur, "poll", queues, *queues)
+    has_ready, next_due_us, paused = cur.fetchone()
+    return PollResult(
+        has_ready=bool(has_ready),
+        next_due=None if next_due_us is None else next_due_us / 1e6,
+        paused=frozenset(paused.split("\n")) if paused else frozenset(),
+    )
+
+
+def promote_due(cur: Cursor, limit: int = 1000) -> int:
+    return execute(cur, "promote_due", {"limit": limit})
+
+
+def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int) -> int:
+    """Claim with one UPDATE … ORDER BY … LIMIT (seed 001, method 4); returns how many were claimed."""
+    params = {"queue": queue, "batch_id": batch_id, "worker_id": worker_id, "worker": worker,
+              "lease_us": round(lease * 1e6), "limit": limit}
+    return execute(cur, "claim_batch", params)
+
+
+def claim_skip_locked(
+    cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int
+) -> int:
+    """Claim with SELECT … FOR UPDATE SKIP LOCKED, then UPDATE by id, in one transaction."""
+    conn = cur.connection
+    conn.begin()
+    try:
+        execute(cur, "lock_ready_skip_locked", {"queue": queue, "limit": limit})
+        ids = [row[0] for row in cur.fetchall()]
+        claimed = 0
+        if ids:
+            claimed = execute_in(cur, "claim_ids", ids, before=(batch_id, worker_id, worker, round(lease * 1e6)))
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return claimed
+
+
+CLAIMS = {"update": claim_update, "skip-locked": claim_skip_locked}
+
+
+def fetch_batch(cur: Cursor, batch_id: int) -> list[ClaimedJob]:
+    execute(cur, "fetch_batch", {"batch_id": batch_id})
+    return [
+        ClaimedJob(id=row[0], queue=row[1], handler=row[2], payload=row[3], attempt=row[4],
+                   max_attempts=row[5], time_limit=row[6], age=row[7] / 1e6)
+        for row in cur.fetchall()
+    ]
+
+
+def complete(cur: Cursor, batch_id: int, ids: Sequence[int]) -> int:
+    return execute_in(cur, "complete_jobs", ids, before=(batch_id,))
+
+
+def complete_one(cur: Cursor, batch_id: int, job_id: int) -> int:
+    return execute(cur, "complete_job", {"id": job_id, "batch_id": batch_id})
+
+
+def retry(cur: Cursor, batch_id: int, job_id: int, delay: float, error: str) -> int:
+    params = {"id": job_id, "batch_id": batch_id, "delay_us": round(delay * 1e6), "error": error}
+    return execute(cur, "retry_job", params)
+
+
+def bury(cur: Cursor, batch_id: int, job_id: int, error: str) -> int:
+    return execute(cur, "bury_job", {"id": job_id, "batch_id": batch_id, "error": error})
+
+
+def release(cur: Cursor, batch_id: int, ids: Sequence[int]) -> int:
+    return execute_in(cur, "release_jobs", ids, before=(batch_id,))

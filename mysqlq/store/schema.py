@@ -1,0 +1,55 @@
+"""Schema versions: reading the applied version and applying migrations."""
+
+from __future__ import annotations
+
+import hashlib
+
+import MySQLdb
+
+from ..db import Cursor, error_code
+from ..sql import migrations
+from . import execute
+
+NO_SUCH_TABLE = 1146
+
+
+def lock_name(prefix: str, database: str) -> str:
+    """A server-wide lock name for one database (GET_LOCK names are limited to 64 characters)."""
+    return f"mysqlq:{prefix}:" + hashlib.sha1(database.encode()).hexdigest()[:20]
+
+
+def latest_version() -> int:
+    """The schema version this mysqlq expects (its newest migration)."""
+    return migrations()[-1][0]
+
+
+def applied_version(cur: Cursor) -> int:
+    """The schema version the database has (0 when mysqlq was never migrated there)."""
+    try:
+        execute(cur, "schema_version")
+    except MySQLdb.ProgrammingError as exc:
+        if error_code(exc) == NO_SUCH_TABLE:
+            return 0
+        raise
+    row = cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(cur: Cursor, database: str) -> list[int]:
+    """Apply the migrations the database lacks, one process at a time; returns those applied."""
+    name = lock_name("migrate", database)
+    execute(cur, "get_lock", {"name": name, "timeout": 60})
+    try:
+        execute(cur, "create_version_table")
+        current = applied_version(cur)
+        applied = []
+        for version, statements in migrations():
+            if version <= current:
+                continue
+            for statement in statements:
+                cur.execute(statement)
+            execute(cur, "record_version", {"version": version})
+            applied.append(version)
+        return applied
+    finally:
+        execute(cur, "release_lock", {"name": name})

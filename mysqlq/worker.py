@@ -1,0 +1,248 @@
+"""The worker loop: has-task hint → claim a batch → run each job → record outcomes → repeat."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import select
+import signal
+import time
+from types import FrameType
+from typing import Any
+
+import structlog
+
+from . import hint
+from .config import Settings
+from .db import FOREVER, Cursor, Database
+from .handlers import Registry
+from .heartbeat import Heartbeat
+from .jobs import ClaimedJob
+from .outcomes import Outcome, OutcomeBuffer
+from .producer import check_schema
+from .runner import Runner
+from .store import claims
+from .systemd import Notifier
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def new_batch_id() -> int:
+    """A fresh claim token: 63 random bits, never reused in practice."""
+    return random.getrandbits(63) or 1
+
+
+class Worker:
+    """A long-running consumer of one or more queues. ``run()`` returns the process exit code."""
+
+    def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
+        self.settings = settings
+        self.log = structlog.get_logger("mysqlq.worker").bind(worker=settings.worker_name)
+        self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER)
+        self.notifier = Notifier()
+        self.runner = Runner(settings, registry or Registry(), self.log, lambda: self.db.conn)
+        self.heartbeat = Heartbeat(settings, self.log, lambda: self.current_batch, self._on_reaped)
+        self.claim = claims.CLAIMS[settings.claim_strategy]
+        self.current_batch: int | None = None
+        self.stopping = False
+        self.want_claim = True
+        self.next_poll = 0.0
+        self.next_due: float | None = None
+        self.paused: frozenset[str] = frozenset()
+        self.done = self.failed = 0
+        self.listener: hint.Listener | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        self._last_watchdog = 0.0
+        self._polled_since_claim = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def run(self) -> int:
+        self._install_signals()
+        self.db.run(check_schema)
+        self.heartbeat.register()
+        self.heartbeat.start()
+        if self.settings.hint:
+            try:
+                self.listener = hint.Listener(self.settings)
+            except OSError as exc:
+                self.log.warning("hint.unavailable", error=str(exc), note="polling only")
+        self.log.info("worker.started", queues=",".join(self.settings.queues), worker_id=self.heartbeat.worker_id,
+                      batch_size=self.settings.batch_size, dsn=self.settings.dsn.redacted())
+        self.notifier.ready(self._status("idle"))
+        try:
+            while not self.stopping:
+                if not self.step() and self.settings.burst:
+                    break
+        finally:
+            self.notifier.stopping(self._status("stopping"))
+            if self.listener:
+                self.listener.close()
+            self.heartbeat.stop()
+            self.db.close()
+            self.log.info("worker.stopped", done=self.done, failed=self.failed)
+        return 0
+
+    def _install_signals(self) -> None:
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            if self.stopping:
+                os._exit(128 + signum)  # a second signal: leave now, the reaper recovers our claims
+            self.stopping = True  # only record it: the loop notices between jobs
+
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, on_signal)
+        os.set_blocking(self._wake_w, False)
+        os.set_blocking(self._wake_r, False)
+        signal.set_wakeup_fd(self._wake_w)
+
+    # ------------------------------------------------------------------ the loop
+
+    def step(self) -> bool:
+        """One turn of the loop; False when there was nothing to do (burst mode then exits)."""
+        self._ping_watchdog()
+        now = time.monotonic()
+        if now >= self.next_poll:
+            self._poll(now)
+        if self.next_due is not None and now >= self.next_due:
+            self.next_due = None
+            if self.db.run(lambda cur: claims.promote_due(cur)):
+                self.want_claim = True
+        if self.want_claim:
+            batch_id, jobs = self._claim()
+            self.want_claim = len(jobs) >= self.settings.batch_size
+            if jobs:
+                self._process(batch_id, jobs)
+                return True
+        if self.settings.burst:
+            if not self._polled_since_claim:
+                self.next_poll = 0.0  # look once more before deciding the queue is drained
+                return True
+            if self.next_due is None or self.next_due - time.monotonic() > self.settings.poll_interval:
+                return False
+        self._wait()
+        return True
+
+    def _poll(self, now: float) -> None:
+        result = self.db.run(lambda cur: claims.poll(cur, self.settings.queues))
+        self._polled_since_claim = True
+        self.next_poll = now + self.settings.poll_interval
+        self.paused = result.paused
+        if result.has_ready:
+            self.want_claim = True
+        if result.next_due is not None:
+            self._due_in(result.next_due)
+
+    def _due_in(self, seconds: float) -> None:
+        due = time.monotonic() + max(0.0, seconds)
+        self.next_due = due if self.next_due is None else min(self.next_due, due)
+
+    def _claim(self) -> tuple[int, list[ClaimedJob]]:
+        settings = self.settings
+        batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
+        claimed = 0
+        for queue in settings.queues:
+            if queue in self.paused:
+                continue
+            room = settings.batch_size - claimed
+
+            def claim(cur: Cursor, queue: str = queue, room: int = room) -> int:
+                return self.claim(cur, queue, batch_id, self.heartbeat.worker_id, settings.worker_name,
+                                  settings.lease, room)
+
+            claimed += self.db.run(claim)
+            if claimed >= settings.batch_size:
+                break
+        if not claimed:
+            return batch_id, []
+        self._polled_since_claim = False
+        self.current_batch = batch_id
+        jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
+        self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
+        return batch_id, jobs
+
+    def _process(self, batch_id: int, jobs: list[ClaimedJob]) -> None:
+        buffer = OutcomeBuffer(batch_id, self.settings)
+        self.notifier.status(self._status(f"running batch {batch_id} ({len(jobs)} jobs)"))
+        log = self.log.bind(batch_id=batch_id)
+        for index, job in enumerate(jobs):
+            if self.stopping:
+                self._release(batch_id, jobs[index:], buffer)
+                break
+            outcome = self.runner.run(job, batch_id)
+            self._log_outcome(log, job, outcome)
+            buffer.add(job, outcome)
+            if buffer.due():
+                self._flush(buffer, log)
+            self._ping_watchdog()
+        self._flush(buffer, log)
+        self.current_batch = None
+        self.notifier.status(self._status("idle"))
+
+    def _flush(self, buffer: OutcomeBuffer, log: Any) -> None:
+        _, lost = buffer.flush(self.db)
+        if buffer.next_retry is not None:
+            self._due_in(buffer.next_retry)
+        for job_id in lost:
+            log.warning("job.claim_lost", job_id=job_id, note="another worker took the claim over; nothing written")
+
+    def _release(self, batch_id: int, jobs: list[ClaimedJob], buffer: OutcomeBuffer) -> None:
+        self._flush(buffer, self.log.bind(batch_id=batch_id))
+        ids = [job.id for job in jobs]
+        released = self.db.run(lambda cur: claims.release(cur, batch_id, ids))
+        self.log.info("batch.released", batch_id=batch_id, jobs=released)
+
+    def _log_outcome(self, log: Any, job: ClaimedJob, outcome: Outcome) -> None:
+        fields = {"job_id": job.id, "queue": job.queue, "handler": job.handler, "attempt": job.attempt,
+                  "duration": round(outcome.duration, 6)}
+        if outcome.kind == "done":
+            self.done += 1
+            log.info("job.done", **fields)
+        elif outcome.kind == "lost":
+            log.warning("job.claim_lost", **fields, note=outcome.error)
+        else:
+            self.failed += 1
+            final = outcome.kind == "dead" or job.attempt >= job.max_attempts
+            summary = (outcome.error or "").split("\n", 1)[0]
+            log.error("job.dead" if final else "job.failed", **fields, error=summary,
+                      max_attempts=job.max_attempts)
+
+    # ------------------------------------------------------------------ waiting
+
+    def _wait(self) -> None:
+        """Sleep until a hint for our queues, the next poll, a due job, or a signal."""
+        timeout = self.next_poll - time.monotonic()
+        if self.next_due is not None:
+            timeout = min(timeout, self.next_due - time.monotonic())
+        if self._watchdog_period is not None:
+            timeout = min(timeout, self._watchdog_period)
+        sources: list[Any] = [self._wake_r]
+        if self.listener:
+            sources.append(self.listener)
+        readable, _, _ = select.select(sources, [], [], max(0.0, timeout))
+        if self._wake_r in readable:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_r, 512)
+        if self.listener and self.listener in readable:
+            for item in self.listener.drain():
+                if item.queue == hint.ANY_QUEUE or item.queue in self.settings.queues:
+                    if item.delay <= 0:
+                        self.want_claim = True
+                    else:
+                        self._due_in(item.delay)
+
+    @property
+    def _watchdog_period(self) -> float | None:
+        return self.notifier.watchdog_interval
+
+    def _ping_watchdog(self) -> None:
+        period = self.notifier.watchdog_interval
+        if period is not None and time.monotonic() - self._last_watchdog >= period / 2:
+            self._last_watchdog = time.monotonic()
+            self.notifier.watchdog()
+
+    def _on_reaped(self, count: int) -> None:
+        hint.notify(self.settings, [hint.ANY_QUEUE])
+
+    def _status(self, doing: str) -> str:
+        return f"{doing}; {self.done} done, {self.failed} failed; queues {','.join(self.settings.queues)}"

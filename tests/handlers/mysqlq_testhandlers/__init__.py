@@ -1,0 +1,64 @@
+"""Handlers for mysqlq's tests. They write what they saw to files named by the payload or by
+MYSQLQ_TEST_RECORD, so a test can read back exactly which jobs ran, in what order, how often."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import mysqlq
+
+
+def _append(line: str) -> None:
+    path = os.environ.get("MYSQLQ_TEST_RECORD")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:  # one short write per line: atomic with O_APPEND
+            out.write(line + "\n")
+
+
+def record(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Record ``job_id attempt queue`` (and payload's "tag") for the test to read."""
+    tag = payload.get("tag", "") if isinstance(payload, dict) else ""
+    _append(f"{ctx.job_id} {ctx.attempt} {ctx.queue} {tag}".rstrip())
+    if isinstance(payload, dict) and payload.get("sleep"):
+        time.sleep(float(payload["sleep"]))
+
+
+def fail(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Always fail, with a recognisable message."""
+    _append(f"{ctx.job_id} {ctx.attempt} fail")
+    raise ValueError(f"boom on attempt {ctx.attempt}")
+
+
+def flaky(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Fail until the attempt named in the payload, then succeed."""
+    _append(f"{ctx.job_id} {ctx.attempt} flaky")
+    if ctx.attempt < int(payload["succeed_on"]):
+        raise RuntimeError(f"not yet (attempt {ctx.attempt})")
+
+
+def sleep(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Sleep for payload["seconds"] (time limits, SIGTERM mid-batch)."""
+    _append(f"{ctx.job_id} {ctx.attempt} start")
+    time.sleep(float(payload["seconds"]))
+    _append(f"{ctx.job_id} {ctx.attempt} end")
+
+
+def crash(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Kill the worker process outright (a poison job)."""
+    _append(f"{ctx.job_id} {ctx.attempt} crash")
+    os._exit(9)
+
+
+@mysqlq.handler(transactional=True)
+def effect(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Write one effect row in the job's own transaction (exactly-once test)."""
+    assert ctx.conn is not None
+    with ctx.conn.cursor() as cur:
+        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+    _append(f"{ctx.job_id} {ctx.attempt} effect")
+    if isinstance(payload, dict) and payload.get("sleep"):
+        time.sleep(float(payload["sleep"]))
+    if isinstance(payload, dict) and payload.get("fail"):
+        raise RuntimeError("effect handler failed after writing")
