@@ -34,6 +34,9 @@ def _instance_name() -> str:
               default=100, help="Jobs claimed per round trip.")
 @click.option("--poll-interval", envvar="MYSQLQ_POLL_INTERVAL", show_envvar=True, type=click.FloatRange(min=0.01),
               default=2.0, help="Seconds between polls when idle; hints from local producers wake it sooner.")
+@click.option("--flush-interval", envvar="MYSQLQ_FLUSH_INTERVAL", show_envvar=True, type=click.FloatRange(min=0),
+              default=0.5, help="Seconds a finished job's outcome may wait to be written with others of its batch "
+              "(0: one write per job).")
 @click.option("--time-limit", envvar="MYSQLQ_TIME_LIMIT", show_envvar=True, type=click.FloatRange(min=0.001),
               default=300.0, help="Default seconds a job may run before it counts as failed.")
 @click.option("--lease", envvar="MYSQLQ_LEASE", show_envvar=True, type=click.FloatRange(min=1), default=60.0,

@@ -11,15 +11,17 @@ _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
 @cache
 def queries() -> dict[str, str]:
-    """Map of query name to statement, from ``queries.sql`` (``-- name: x`` headers)."""
-    text = resources.files(__package__).joinpath("queries.sql").read_text(encoding="utf-8")
+    """Map of query name to statement, from every ``*.sql`` file here (``-- name: x`` headers)."""
     found: dict[str, str] = {}
-    chunks = _HEADER.split(text)
-    for name, body in zip(chunks[1::2], chunks[2::2], strict=True):
-        lines = [line for line in body.splitlines() if line.strip() and not line.lstrip().startswith("--")]
-        if name in found:
-            raise RuntimeError(f"query {name!r} is defined twice in queries.sql")
-        found[name] = "\n".join(lines).rstrip().rstrip(";")
+    for entry in sorted(resources.files(__package__).iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".sql"):
+            continue
+        chunks = _HEADER.split(entry.read_text(encoding="utf-8"))
+        for name, body in zip(chunks[1::2], chunks[2::2], strict=True):
+            lines = [line for line in body.splitlines() if line.strip() and not line.lstrip().startswith("--")]
+            if name in found:
+                raise RuntimeError(f"query {name!r} is defined twice ({entry.name})")
+            found[name] = "\n".join(lines).rstrip().rstrip(";")
     return found
 
 
