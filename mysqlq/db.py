@@ -65,6 +65,9 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
         "passwd": dsn.password,
         "database": dsn.database,
         "charset": "utf8mb4",
+        # The tables' collation. With utf8mb4_general_ci literals, MariaDB 10.11 sorts the claim's
+        # rows (filesort over every ready row) instead of walking the claim index in order.
+        "collation": "utf8mb4_bin",
         "autocommit": True,
         "connect_timeout": connect_timeout,
         "init_command": "SET time_zone = '+00:00'",

@@ -121,3 +121,158 @@ def restartable_mariadb(mariadb: MariaDBServer) -> Iterator[MariaDBServer]:
 
 
 # --- package fixtures ---
+
+import secrets  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+MYSQLQ = str(pathlib.Path(sys.executable).parent / "mysqlq")
+
+
+def with_database(dsn: str, database: str) -> str:
+    """The same server DSN naming another database."""
+    url = urllib.parse.urlsplit(dsn)
+    return urllib.parse.urlunsplit(url._replace(path="/" + database))
+
+
+@dataclass
+class QueueDB:
+    """A fresh, migrated database for one test, with helpers to look inside it."""
+
+    dsn: str
+    name: str
+    server: MariaDBServer
+    tmp: pathlib.Path
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def connect(self) -> Any:
+        from mysqlq.config import Dsn
+        from mysqlq.db import connect
+
+        return connect(Dsn.parse(self.dsn))
+
+    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+                return list(cur.fetchall())
+        finally:
+            conn.close()
+
+    def scalar(self, sql: str, params: Any = None) -> Any:
+        rows = self.query(sql, params)
+        return rows[0][0] if rows else None
+
+    def statuses(self) -> dict[str, int]:
+        return {status: int(count) for status, count in self.query(
+            "SELECT status, COUNT(*) FROM mysqlq_jobs GROUP BY status")}
+
+    def settings(self, **changes: Any) -> Any:
+        from mysqlq import Dsn, Settings
+
+        return Settings(dsn=Dsn.parse(self.dsn), hint_dir=str(self.tmp / "hints"), **changes)
+
+    def producer(self, **changes: Any) -> Any:
+        from mysqlq import Producer
+
+        return Producer(self.settings(**changes))
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(MYSQLQ_DSN=self.dsn, MYSQLQ_HINT_DIR=str(self.tmp / "hints"),
+                   MYSQLQ_TEST_RECORD=str(self.record_path), MYSQLQ_LOG_FORMAT="console")
+        env.pop("NOTIFY_SOCKET", None)
+        env.pop("JOURNAL_STREAM", None)
+        env.update(extra)
+        return env
+
+    @property
+    def record_path(self) -> pathlib.Path:
+        return self.tmp / "record.txt"
+
+    def records(self) -> list[list[str]]:
+        """Lines the test handlers wrote, split in words (job_id attempt queue/word ...)."""
+        if not self.record_path.exists():
+            return []
+        return [line.split() for line in self.record_path.read_text().splitlines() if line.strip()]
+
+    def cli(self, *args: str, env: dict[str, str] | None = None, check: bool = False,
+            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run `mysqlq ARGS` against this database and capture its output."""
+        result = subprocess.run([MYSQLQ, *args], env=env or self.env(), capture_output=True, text=True,
+                                timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"mysqlq {' '.join(args)} failed ({result.returncode}): {result.stderr}")
+        return result
+
+    def worker(self, *args: str, env: dict[str, str] | None = None,
+               log: pathlib.Path | None = None) -> subprocess.Popen[bytes]:
+        """Start `mysqlq worker ARGS` in the background (stopped at the end of the test)."""
+        out = open(log or (self.tmp / f"worker-{len(self.procs)}.log"), "ab")  # noqa: SIM115
+        proc = subprocess.Popen([MYSQLQ, "worker", "--retry-base", "0.05", "--poll-interval", "0.2", *args],
+                                env=env or self.env(), stdout=out, stderr=subprocess.STDOUT)
+        out.close()
+        self.procs.append(proc)
+        return proc
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
+        """Poll until condition() is truthy; fail with ``what`` after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = condition()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            time.sleep(0.05)
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in sorted(self.tmp.glob("worker-*.log")))
+
+    def stop_workers(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def qdb(mariadb: MariaDBServer, tmp_path: pathlib.Path) -> Iterator[QueueDB]:
+    """A fresh database on the test server, migrated to the current schema."""
+    from mysqlq.config import Dsn
+    from mysqlq.db import connect
+    from mysqlq.store.schema import migrate
+
+    name = "mysqlq_t_" + secrets.token_hex(4)
+    admin = connect(Dsn.parse(mariadb.dsn))
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {name}")
+    admin.close()
+    dsn = with_database(mariadb.dsn, name)
+    conn = connect(Dsn.parse(dsn))
+    with conn.cursor() as cur:
+        migrate(cur, name)
+    conn.close()
+    (tmp_path / "hints").mkdir()
+    db = QueueDB(dsn=dsn, name=name, server=mariadb, tmp=tmp_path)
+    try:
+        yield db
+    finally:
+        db.stop_workers()
+        if not mariadb.running:
+            mariadb.start()
+        admin = connect(Dsn.parse(mariadb.dsn))
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.close()

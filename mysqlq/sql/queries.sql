@@ -56,7 +56,8 @@ ON DUPLICATE KEY UPDATE id = id;
 -- The idle worker's one question: is anything ready in my queues, when is the next scheduled job
 -- due (microseconds from now, negative when overdue), and which of my queues are paused.
 SELECT
-  (SELECT 1 FROM mysqlq_jobs WHERE queue IN ({ids}) AND status = 'ready' LIMIT 1) AS has_ready,
+  (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
+    WHERE queue IN ({ids}) AND status = 'ready' LIMIT 1) AS has_ready,
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(run_at)) FROM mysqlq_jobs WHERE status = 'scheduled') AS next_due_us,
   (SELECT GROUP_CONCAT(name SEPARATOR '\n') FROM mysqlq_queues WHERE paused AND name IN ({ids})) AS paused;
 
@@ -68,7 +69,9 @@ UPDATE mysqlq_jobs SET status = 'ready'
 
 -- name: claim_batch
 -- Claim (seed 001, method 4): mark up to N ready jobs of a queue as ours under a fresh batch_id.
-UPDATE mysqlq_jobs
+-- The index is forced: with few rows the optimizer may pick (status, run_at) plus a filesort,
+-- which reads every ready row of every queue.
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
    SET status = 'running', batch_id = %(batch_id)s, worker_id = %(worker_id)s, worker = %(worker)s,
        attempts = attempts + 1, started_at = NOW(6), finished_at = NULL,
        lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
@@ -77,7 +80,7 @@ UPDATE mysqlq_jobs
 
 -- name: lock_ready_skip_locked
 -- Claim, SKIP LOCKED variant, step 1 (in a transaction): lock the next ready jobs nobody else holds.
-SELECT id FROM mysqlq_jobs
+SELECT id FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
  WHERE queue = %(queue)s AND status = 'ready'
  ORDER BY priority, id LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED;
