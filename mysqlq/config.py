@@ -97,8 +97,10 @@ class Settings:
     hint: bool = True
     isolation: str | None = None
     claim_strategy: str = "update"
-    retain_done: float | None = 7 * 86400.0
-    retain_dead: float | None = 30 * 86400.0
+    retain_done: float | None = 7 * 86400.0  # seconds done/cancelled jobs are kept; 0 or None: forever
+    retain_dead: float | None = 30 * 86400.0  # seconds dead jobs are kept; 0 or None: forever
+    retention_interval: float = 60.0  # seconds between the workers' retention turns
+    retention_batch: int = 1000  # rows per retention DELETE
     burst: bool = False
 
     def replace(self, **changes: object) -> Settings:
@@ -122,6 +124,11 @@ class Settings:
         for name, value in positive.items():
             if value <= 0:
                 raise ConfigError(f"{name.replace('_', '-')} must be positive, got {value}")
+        for name, retain in (("retain-done", self.retain_done), ("retain-dead", self.retain_dead)):
+            if retain is not None and not retain >= 0:
+                raise ConfigError(f"{name} must be 0 (keep forever) or a positive number of seconds, got {retain}")
+        if self.retention_interval <= 0 or not 1 <= self.retention_batch <= 100_000:
+            raise ConfigError("retention interval must be positive and the retention batch from 1 to 100000")
         if self.batch_size > 10_000:
             raise ConfigError("batch-size must be at most 10000")
         if self.lease <= 2 * self.heartbeat_interval:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .config import Settings
 from .db import FOREVER, Connection, Database, RetryPolicy
+from .retention import Retention
 from .store import workers as store
 from .store.schema import lock_name
 
@@ -35,6 +36,7 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._loop, name="mysqlq-heartbeat", daemon=True)
         self._reaps = 0
         self._lock = lock_name("reaper", settings.dsn.database)
+        self.retention = Retention(settings, self.db, log)  # the leader's other chore
 
     def _on_connect(self, conn: Connection) -> None:
         self.connected_at = time.monotonic()
@@ -74,6 +76,7 @@ class Heartbeat:
     def _loop(self) -> None:
         settings = self.settings
         next_beat = next_reap = time.monotonic() + min(settings.heartbeat_interval, settings.reap_interval)
+        next_retain = 0.0
         while not self._stop.wait(max(0.0, min(next_beat, next_reap) - time.monotonic())):
             now = time.monotonic()
             try:
@@ -83,6 +86,9 @@ class Heartbeat:
                 if now >= next_reap:
                     if self.leader:
                         self.reap()
+                        if now >= next_retain:
+                            next_retain = now + settings.retention_interval  # also if the turn fails
+                            next_retain = now + self.retention.run()
                     next_reap = now + settings.reap_interval
             except Exception as exc:  # never let the thread die: the next beat tries again
                 self.log.error("heartbeat.error", error=f"{type(exc).__name__}: {exc}")

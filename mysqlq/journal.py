@@ -1,30 +1,70 @@
-"""A structlog processor that writes each event to the journal with structured fields."""
+"""Journal output: each structlog event becomes one journal entry with upper-case fields."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import MutableMapping
 from typing import Any
 
-import structlog
-
 from systemd import journal
 
-PRIORITIES = {"critical": 2, "error": 3, "warning": 4, "info": 6, "debug": 7}
+PRIORITIES = {"critical": 2, "exception": 3, "error": 3, "warning": 4, "warn": 4, "info": 6, "debug": 7}
+IDENTIFIER = "mysqlq"
+# Fields this module sets itself (or journald interprets): an event key of the same name gets a prefix.
+RESERVED = frozenset({"MESSAGE", "MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER", "SYSLOG_FACILITY", "SYSLOG_PID",
+                      "SYSLOG_TIMESTAMP", "MYSQLQ_EVENT", "CODE_FILE", "CODE_LINE", "CODE_FUNC", "ERRNO"})
+_INVALID = re.compile(r"[^A-Z0-9_]")
+MAX_FIELD_NAME = 64
+
+
+def field_name(key: str) -> str:
+    """The journal field for an event key: ``job_id`` → ``JOB_ID``; always a valid, user-settable name."""
+    name = _INVALID.sub("_", key.upper()).lstrip("_")
+    if not name or name[0].isdigit() or name in RESERVED:
+        name = "MYSQLQ_" + name
+    return name[:MAX_FIELD_NAME]
+
+
+def _shown(value: Any) -> str:
+    text = str(value)
+    return json.dumps(text, ensure_ascii=False) if not text or any(c in text for c in ' "=\n\t') else text
 
 
 class JournalRenderer:
-    """Sends ``event`` as MESSAGE and every bound key as an upper-case field (JOB_ID=42, ...)."""
+    """Renders an event as journal fields: MESSAGE (the event and its keys, readable), PRIORITY
+    from the level, and every key as a field of its own (``job_id=42`` → ``JOB_ID=42``)."""
 
-    def __call__(self, logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> Any:
+    def __call__(
+        self, logger: Any, name: str, event_dict: MutableMapping[str, Any]
+    ) -> tuple[tuple[str, ...], dict[str, Any]]:
         level = str(event_dict.pop("level", name))
         event = str(event_dict.pop("event", ""))
-        fields = {key.upper(): str(value) for key, value in event_dict.items() if value is not None}
-        detail = " ".join(f"{key}={value}" for key, value in event_dict.items() if value is not None)
-        journal.send(
-            f"{event} {detail}".rstrip(),
-            PRIORITY=str(PRIORITIES.get(level, 6)),
-            SYSLOG_IDENTIFIER="mysqlq",
-            MYSQLQ_EVENT=event,
-            **fields,
-        )
-        raise structlog.DropEvent
+        trace = event_dict.pop("exception", None)
+        items = [(key, value) for key, value in event_dict.items() if value is not None]
+        message = " ".join([event, *(f"{key}={_shown(value)}" for key, value in items)])
+        if trace:
+            message += "\n" + str(trace)
+            items.append(("exception", trace))
+        fields = [
+            f"MESSAGE={message}",
+            f"PRIORITY={PRIORITIES.get(level, 6)}",
+            f"SYSLOG_IDENTIFIER={IDENTIFIER}",
+            f"MYSQLQ_EVENT={event}",
+            *(f"{field_name(key)}={value}" for key, value in items),
+        ]
+        return tuple(fields), {}
+
+
+class JournalLogger:
+    """structlog's final logger for journal output: one ``sd_journal_sendv`` per event."""
+
+    def msg(self, *fields: str) -> None:
+        journal.sendv(*fields)
+
+    debug = info = warning = warn = error = critical = exception = fatal = failure = log = msg
+
+
+def logger_factory(*args: Any) -> JournalLogger:
+    """The structlog logger factory for journal output."""
+    return JournalLogger()

@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from systemd import daemon
 
 
-class Notifier:
-    """Tells systemd how the worker is doing (only when NOTIFY_SOCKET is set)."""
+def alarm_pending() -> bool:
+    """True while the runner's time limit (an ITIMER_REAL alarm) has not yet expired."""
+    return signal.getitimer(signal.ITIMER_REAL)[0] > 0
 
-    def __init__(self) -> None:
-        self.enabled = bool(os.environ.get("NOTIFY_SOCKET"))
-        usec = os.environ.get("WATCHDOG_USEC", "")
-        pid = os.environ.get("WATCHDOG_PID", "")
-        watched = usec.isdigit() and (not pid or pid == str(os.getpid()))
+
+class Notifier:
+    """Tells systemd how the worker is doing (only when NOTIFY_SOCKET is set).
+
+    The main loop pings the watchdog itself between jobs. While a job is in hand the loop is
+    busy for up to the job's time limit, so a keep-alive thread pings instead, but only as
+    long as that limit has not passed: a handler stuck beyond it, or a stopped process, stops
+    the pings and systemd's ``WatchdogSec=`` fires.
+    """
+
+    def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
+        self.enabled = bool(environ.get("NOTIFY_SOCKET"))
+        usec = environ.get("WATCHDOG_USEC", "")
+        pid = environ.get("WATCHDOG_PID", "")
+        watched = self.enabled and usec.isdigit() and int(usec) > 0 and (not pid or pid == str(os.getpid()))
         self.watchdog_interval = int(usec) / 1e6 / 2 if watched else None  # ping twice per period
+        self._in_job = False
+        self._closed = threading.Event()
+        self._keepalive: threading.Thread | None = None
 
     def _send(self, state: str) -> None:
         if self.enabled:
@@ -23,6 +41,9 @@ class Notifier:
 
     def ready(self, status: str) -> None:
         self._send(f"READY=1\nSTATUS={status}\nMAINPID={os.getpid()}")
+        if self.watchdog_interval is not None and self._keepalive is None:
+            self._keepalive = threading.Thread(target=self._keep_alive, name="mysqlq-watchdog", daemon=True)
+            self._keepalive.start()
 
     def status(self, text: str) -> None:
         self._send(f"STATUS={text}")
@@ -33,3 +54,24 @@ class Notifier:
 
     def stopping(self, status: str) -> None:
         self._send(f"STOPPING=1\nSTATUS={status}")
+
+    def close(self) -> None:
+        """Stop the keep-alive thread (the process is about to exit)."""
+        self._closed.set()
+        if self._keepalive is not None:
+            self._keepalive.join(timeout=5)
+
+    @contextmanager
+    def job_in_hand(self) -> Iterator[None]:
+        """Mark the main loop as busy with one job, so the keep-alive thread pings for it."""
+        self._in_job = True
+        try:
+            yield
+        finally:
+            self._in_job = False
+
+    def _keep_alive(self) -> None:
+        assert self.watchdog_interval is not None
+        while not self._closed.wait(self.watchdog_interval / 2):
+            if self._in_job and alarm_pending():
+                self.watchdog()

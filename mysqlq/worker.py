@@ -55,6 +55,7 @@ class Worker:
         self._wake_r, self._wake_w = os.pipe()
         self._last_watchdog = 0.0
         self._polled_since_claim = False
+        self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -89,6 +90,7 @@ class Worker:
             if self.stopping:
                 os._exit(128 + signum)  # a second signal: leave now, the reaper recovers our claims
             self.stopping = True  # only record it: the loop notices between jobs
+            self.notifier.stopping(self._status("stopping"))
 
         for sig in STOP_SIGNALS:
             signal.signal(sig, on_signal)
@@ -158,6 +160,8 @@ class Worker:
         self._polled_since_claim = False
         self.current_batch = batch_id
         jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
+        if len(settings.queues) > 1:  # earlier queues first; within one, (priority, id) as fetched
+            jobs.sort(key=lambda job: self._queue_rank.get(job.queue, 0))
         self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
         return batch_id, jobs
 
@@ -169,7 +173,8 @@ class Worker:
             if self.stopping:
                 self._release(batch_id, jobs[index:], buffer)
                 break
-            outcome = self.runner.run(job, batch_id)
+            with self.notifier.job_in_hand():
+                outcome = self.runner.run(job, batch_id)
             self._log_outcome(log, job, outcome)
             buffer.add(job, outcome)
             if buffer.due():

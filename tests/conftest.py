@@ -203,19 +203,22 @@ class QueueDB:
         return [line.split() for line in self.record_path.read_text().splitlines() if line.strip()]
 
     def cli(self, *args: str, env: dict[str, str] | None = None, check: bool = False,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+            timeout: float = 60, stdin: str = "") -> subprocess.CompletedProcess[str]:
         """Run `mysqlq ARGS` against this database and capture its output."""
         result = subprocess.run([MYSQLQ, *args], env=env or self.env(), capture_output=True, text=True,
-                                timeout=timeout)
+                                timeout=timeout, input=stdin)
         if check and result.returncode != 0:
             raise AssertionError(f"mysqlq {' '.join(args)} failed ({result.returncode}): {result.stderr}")
         return result
+
+    def worker_command(self) -> list[str]:
+        return [MYSQLQ, "worker", "--retry-base", "0.05", "--poll-interval", "0.2"]
 
     def worker(self, *args: str, env: dict[str, str] | None = None,
                log: pathlib.Path | None = None) -> subprocess.Popen[bytes]:
         """Start `mysqlq worker ARGS` in the background (stopped at the end of the test)."""
         out = open(log or (self.tmp / f"worker-{len(self.procs)}.log"), "ab")  # noqa: SIM115
-        proc = subprocess.Popen([MYSQLQ, "worker", "--retry-base", "0.05", "--poll-interval", "0.2", *args],
+        proc = subprocess.Popen([*self.worker_command(), *args],
                                 env=env or self.env(), stdout=out, stderr=subprocess.STDOUT)
         out.close()
         self.procs.append(proc)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,8 @@ import click
 from .. import handlers as handler_registry
 from ..config import Settings
 from ..db import CLI_RETRY, Database
-from ..errors import InvalidJob, MysqlqError
+from ..durations import format_duration, parse_duration
+from ..errors import ConfigError, InvalidJob, MysqlqError
 from ..jobs import STATUSES, Job
 from ..producer import Producer, check_schema
 from ..stats import queue_stats
@@ -58,6 +61,8 @@ def check(ctx: click.Context) -> None:
 def _payload(text: str | None) -> Any:
     if text is None:
         return None
+    if text == "-":
+        text = sys.stdin.read()
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -99,10 +104,11 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
 def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: Path | None, queue: str,
             delay: float, priority: int, dedupe_key: str | None, max_attempts: int | None,
             time_limit: float | None) -> None:
-    """Enqueue HANDLER with a JSON PAYLOAD and print its id, or bulk-load jobs with --file."""
+    """Enqueue HANDLER with a JSON PAYLOAD ("-": read it from stdin) and print its id,
+    or bulk-load jobs with --file."""
     cfg = settings(ctx)
     if path is not None:
-        if handler or payload:
+        if handler is not None or payload is not None:
             raise click.UsageError("give either HANDLER [PAYLOAD] or --file, not both")
         defaults = {"queue": queue, "delay": delay, "priority": priority, "max_attempts": max_attempts,
                     "time_limit": time_limit}
@@ -118,7 +124,7 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
             inserted = producer.enqueue_many(jobs, progress=bar.update)
         click.echo(f"enqueued {inserted} jobs ({len(jobs) - inserted} skipped by dedupe key)")
         return
-    if not handler:
+    if handler is None:
         raise click.UsageError("HANDLER is required (or --file)")
     with Producer(cfg) as producer:
         job_id = producer.enqueue(handler, _payload(payload), queue=queue, delay=delay, priority=priority,
@@ -127,23 +133,46 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON instead of a table (one line per refresh with --watch).")
+@click.option("--watch", metavar="[SECONDS]", is_flag=False, flag_value="2", default=None,
+              help="Refresh every SECONDS (a duration such as 5 or 1m; 2 if not given) until Ctrl-C.")
 @click.pass_context
-def stats(ctx: click.Context, as_json: bool) -> None:
-    """Per queue: jobs by status and the age of the oldest ready job."""
+def stats(ctx: click.Context, as_json: bool, watch: str | None) -> None:
+    """Per queue: jobs by status, the age of the oldest ready job, jobs done per minute over the
+    last 5 minutes, and whether the queue is paused."""
     cfg = settings(ctx)
+    every = None if watch is None else parse_duration(watch, "--watch interval")
+    if every is not None and every <= 0:
+        raise ConfigError("--watch interval must be more than 0 seconds")
     db = Database(cfg.dsn, retry=CLI_RETRY)
     db.run(check_schema)
-    rows = db.run(queue_stats)
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
+    if every is None:
+        click.echo(_stats_text(db.run(queue_stats), as_json))
         return
-    header = ["queue", *STATUSES, "oldest_ready_s"]
+    try:
+        while True:
+            text = _stats_text(db.run(queue_stats), as_json, compact=True)
+            if not as_json:
+                click.clear()
+                stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+                text = f"mysqlq stats, every {format_duration(every)} (Ctrl-C to stop)  {stamp}\n\n{text}"
+            click.echo(text)
+            time.sleep(every)
+    except KeyboardInterrupt:
+        return
+
+
+def _stats_text(rows: list[dict[str, Any]], as_json: bool, compact: bool = False) -> str:
+    if as_json:
+        return json.dumps(rows) if compact else json.dumps(rows, indent=2)
+    header = ["queue", *STATUSES, "oldest_ready_s", "done/min", "state"]
     table = [[row["queue"], *(str(row["counts"][s]) for s in STATUSES),
-              "-" if row["oldest_ready_age"] is None else f"{row['oldest_ready_age']:.1f}"] for row in rows]
+              "-" if row["oldest_ready_age"] is None else f"{row['oldest_ready_age']:.1f}",
+              f"{row['throughput']['done_per_min']:g}", "paused" if row["paused"] else "active"] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(header)]
-    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    for r in table:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
     if not table:
-        click.echo("(no jobs)")
+        lines.append("(no jobs)")
+    return "\n".join(lines)

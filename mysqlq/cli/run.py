@@ -9,6 +9,7 @@ import click
 from .. import handlers as handler_registry
 from ..config import default_worker_name
 from ..db import CLI_RETRY, Database
+from ..durations import parse_retention
 from ..producer import check_schema
 from ..store import workers as worker_store
 from ..worker import Worker
@@ -18,6 +19,10 @@ from . import main, settings
 def _split_queues(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...] | None:
     names = tuple(name.strip() for item in value for name in item.replace(",", " ").split() if name.strip())
     return names or None
+
+
+def _retention(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    return parse_retention(value, f"--{(param.name or '').replace('_', '-')}")
 
 
 def _instance_name() -> str:
@@ -58,6 +63,10 @@ def _instance_name() -> str:
               help="Listen for has-task hints from producers on this host.")
 @click.option("--hint-dir", envvar="MYSQLQ_HINT_DIR", show_envvar=True, default=None,
               help="Directory of hint sockets [default: /run/mysqlq if writable, else a per-user temp dir].")
+@click.option("--retain-done", envvar="MYSQLQ_RETAIN_DONE", show_envvar=True, default="7d", callback=_retention,
+              help="Delete done and cancelled jobs this long after they ended (90s, 30m, 12h, 7d; 0 or off: keep).")
+@click.option("--retain-dead", envvar="MYSQLQ_RETAIN_DEAD", show_envvar=True, default="30d", callback=_retention,
+              help="Delete dead jobs this long after they ended (0 or off: keep).")
 @click.option("--burst", is_flag=True, envvar="MYSQLQ_BURST", help="Drain what is ready, then exit 0.")
 @click.pass_context
 def worker(ctx: click.Context, /, name: str | None, queues: tuple[str, ...] | None, **options: object) -> None:

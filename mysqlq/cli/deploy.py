@@ -1,0 +1,147 @@
+"""Deployment: ``mysqlq install-systemd`` writes the worker template unit, its target and /etc/mysqlq."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import ConfigError, MysqlqError
+from . import main
+
+TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "systemd"  # the source tree's systemd/
+TEMPLATE = "myjob@.service"
+TARGET = "myjob.target"
+PLACEHOLDER = "@MYSQLQ@"
+UNIT_DIR = Path("etc/systemd/system")
+CONFIG_DIR = Path("etc/mysqlq")
+HOME_DIRS = (Path("/home"), Path("/root"), Path("/run/user"))
+NAME = re.compile(r"[A-Za-z0-9_.:-]+")
+
+EXAMPLE_ENV = """\
+# mysqlq: settings for every {name}@*.service instance, one VAR=value per line (no quotes needed).
+# /etc/mysqlq/INSTANCE.env (e.g. 1.env for {name}@1) is read after this file and overrides it.
+# Every `mysqlq worker --help` option has a MYSQLQ_* variable. This file holds the database
+# password: keep it readable by root only (systemd reads it before dropping privileges).
+
+# The database (required).
+#MYSQLQ_DSN=mysql://mysqlq:secret@db.example.com:3306/app
+
+# Queues to work, earliest first, and jobs claimed per round trip.
+#MYSQLQ_QUEUES=default
+#MYSQLQ_BATCH_SIZE=100
+
+# Seconds between polls when idle (hints from producers on this host wake workers sooner).
+#MYSQLQ_POLL_INTERVAL=2
+
+# Default seconds a job may run. A stopping worker finishes the job in hand first, so when you
+# raise this, raise TimeoutStopSec= too: `systemctl edit {name}@.service`.
+#MYSQLQ_TIME_LIMIT=300
+
+#MYSQLQ_LOG_LEVEL=info
+"""
+
+
+def default_executable() -> Path:
+    """The installed ``mysqlq`` console script: the one running, else the venv's, else on PATH."""
+    running = Path(sys.argv[0])
+    if running.name == "mysqlq" and running.is_file():
+        return running.absolute()
+    beside = Path(sys.executable).parent / "mysqlq"
+    if beside.is_file():
+        return beside
+    found = shutil.which("mysqlq")
+    if found:
+        return Path(found).absolute()
+    raise ConfigError("cannot find the installed mysqlq command; pass --executable /path/to/venv/bin/mysqlq")
+
+
+def needs_home(paths: list[str]) -> bool:
+    """True when the executable or an import path lives under a home directory."""
+    return any(Path(path).is_relative_to(home) for path in paths if path for home in HOME_DIRS)
+
+
+def render_unit(template: str, executable: Path, home_readable: bool = False) -> str:
+    """The template with the executable's absolute path in ExecStart (and /home readable if needed)."""
+    if PLACEHOLDER not in template:
+        raise ConfigError(f"the unit template has no {PLACEHOLDER} placeholder in ExecStart")
+    text = template.replace(PLACEHOLDER, str(executable))
+    if home_readable:
+        text = text.replace("\nProtectHome=yes\n", "\nProtectHome=read-only\n")
+    return text
+
+
+def _write(path: Path, text: str, mode: int) -> str:
+    """Write ``text`` atomically; returns what happened (wrote, updated, unchanged)."""
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return "unchanged"
+    existed = path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.chmod(temporary, mode)
+    os.replace(temporary, path)
+    return "updated" if existed else "wrote"
+
+
+def install(root: Path, name: str, executable: Path, template: Path) -> list[tuple[str, Path]]:
+    """Write NAME@.service, NAME.target and (unless there is one) an example env file under ``root``."""
+    if not NAME.fullmatch(name):
+        raise ConfigError(f"unit name {name!r} may use only letters, digits and _ . : - (no @ or .service)")
+    if not executable.is_absolute() or not os.access(executable, os.X_OK):
+        raise ConfigError(f"{executable} is not an absolute path to an executable mysqlq")
+    try:
+        source = template.read_text(encoding="utf-8")
+        target_source = (template.parent / TARGET).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the unit template: {exc}; pass --template systemd/{TEMPLATE}") from None
+    unit_dir, config_dir = root / UNIT_DIR, root / CONFIG_DIR
+    home_readable = needs_home([str(executable), *sys.path])
+    unit, target = unit_dir / f"{name}@.service", unit_dir / f"{name}.target"
+    done = [(_write(unit, render_unit(source, executable, home_readable), 0o644), unit),
+            (_write(target, target_source, 0o644), target)]
+    config_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+    env = config_dir / "mysqlq.env"
+    if env.exists():
+        done.append(("kept", env))
+    else:
+        done.append((_write(env, EXAMPLE_ENV.format(name=name), 0o600), env))
+    return done
+
+
+def daemon_reload() -> None:
+    """``systemctl daemon-reload``, with a one-line error when systemd is not there."""
+    try:
+        result = subprocess.run(["systemctl", "daemon-reload"], capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise MysqlqError(f"systemctl daemon-reload: {exc}; the files are written (pass --no-reload)") from None
+    if result.returncode != 0:
+        detail = (result.stderr.strip().splitlines() or ["failed"])[-1]
+        raise MysqlqError(f"systemctl daemon-reload: {detail}; the files are written (pass --no-reload)")
+
+
+@main.command(name="install-systemd")
+@click.option("--name", default="myjob", help="Install as NAME@.service, so that `systemctl start NAME@1` works.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("/"),
+              help="Install below this directory instead of / (for images and packages; implies --no-reload).")
+@click.option("--executable", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The mysqlq the unit runs [default: this one].")
+@click.option("--template", type=click.Path(dir_okay=False, path_type=Path), default=TEMPLATE_DIR / TEMPLATE,
+              help="The unit template (NAME.target is taken from beside it).")
+@click.option("--reload/--no-reload", default=True, help="Run `systemctl daemon-reload` afterwards.")
+def install_systemd(name: str, root: Path, executable: Path | None, template: Path, reload: bool) -> None:
+    """Install the worker template unit NAME@.service (and NAME.target, which starts and stops the
+    enabled instances together); instance NAME@X runs `mysqlq worker --name X`."""
+    executable = executable.absolute() if executable else default_executable()
+    for what, path in install(root, name, executable, template):
+        click.echo(f"{what} {path}")
+    if reload and root.resolve() == Path("/"):
+        daemon_reload()
+        click.echo("systemctl daemon-reload: done")
+    click.echo(f"next: set MYSQLQ_DSN in /etc/mysqlq/mysqlq.env, then `systemctl start {name}@1 {name}@2`"
+               f" (at boot: `systemctl enable {name}.target {name}@1 {name}@2`)")

@@ -1,0 +1,344 @@
+"""Commands for operating a queue: jobs list/show, retry, cancel, pause, resume, purge."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import click
+
+from .. import hint
+from ..config import Settings, check_name
+from ..db import CLI_RETRY, Cursor, Database
+from ..durations import format_duration, parse_duration
+from ..errors import ConfigError, MysqlqError, NotFound
+from ..jobs import STATUSES
+from ..producer import check_schema
+from ..retention import Purge
+from ..store import ops as store
+from . import main, settings
+
+DEFAULT_LIMIT = 50
+RETRY_BATCH = 1000
+
+
+class JobStateError(MysqlqError):
+    """An operation that the named job's status does not allow (retry of a job that is not dead...)."""
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+def parse_ids(values: Iterable[str]) -> list[int]:
+    """Job ids as given on the command line, deduplicated in order; MysqlqError for anything else."""
+    ids: list[int] = []
+    for value in values:
+        text = value.strip()
+        if not text.isdigit() or int(text) == 0 or int(text) >= 2**64:
+            raise ConfigError(f"job id must be a positive whole number, got {value!r}")
+        if int(text) not in ids:
+            ids.append(int(text))
+    return ids
+
+
+def parse_status(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if value not in STATUSES:
+        raise ConfigError(f"there is no job status {value!r}; statuses are {', '.join(STATUSES)}")
+    return value
+
+
+def parse_limit(value: str) -> int:
+    text = value.strip()
+    if not text.isdigit() or not 1 <= int(text) <= 100_000:
+        raise ConfigError(f"--limit must be a whole number from 1 to 100000, got {value!r}")
+    return int(text)
+
+
+def parse_queue(value: str | None) -> str | None:
+    return None if value is None else check_name("queue", value)
+
+
+def _database(ctx: click.Context) -> tuple[Settings, Database]:
+    cfg = settings(ctx, hint_dir=os.environ.get("MYSQLQ_HINT_DIR") or None)
+    db = Database(cfg.dsn, retry=CLI_RETRY)
+    db.run(check_schema)
+    return cfg, db
+
+
+# ---------------------------------------------------------------------------- formatting
+
+
+def _time(value: dt.datetime | None) -> str:
+    return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _iso(value: Any) -> Any:
+    """JSON for a column value: times as ISO 8601 UTC, bytes as text."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat() + "Z"
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value
+
+
+def _payload(raw: bytes | None) -> Any:
+    """The stored payload: its JSON value, or the raw text when it is not valid JSON."""
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+                     for line in [header, *rows])
+
+
+def _short(text: str | None, width: int) -> str:
+    if not text:
+        return ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# ---------------------------------------------------------------------------- jobs list / show
+
+
+@main.group()
+def jobs() -> None:
+    """Inspect jobs: list them, or show one with its payload and last error."""
+
+
+@jobs.command(name="list")
+@click.option("--queue", help="Only jobs of this queue.")
+@click.option("--status", help=f"Only jobs with this status ({', '.join(STATUSES)}).")
+@click.option("--handler", help="Only jobs naming this handler.")
+@click.option("--limit", default=str(DEFAULT_LIMIT), help="How many jobs to show at most.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def list_command(ctx: click.Context, queue: str | None, status: str | None, handler: str | None, limit: str,
+                 as_json: bool) -> None:
+    """List jobs, newest first."""
+    unit = partial(store.list_jobs, queue=parse_queue(queue), status=parse_status(status), handler=handler,
+                   limit=parse_limit(limit))
+    _, db = _database(ctx)
+    rows = db.run(unit)
+    if as_json:
+        click.echo(json.dumps([{key: _iso(value) for key, value in row.items()} for row in rows], indent=2))
+        return
+    if not rows:
+        click.echo("no jobs match")
+        return
+    header = ["id", "queue", "handler", "status", "attempts", "enqueued (UTC)", "finished (UTC)", "worker", "error"]
+    table = [[str(r["id"]), r["queue"], r["handler"], r["status"], f"{r['attempts']}/{r['max_attempts']}",
+              _time(r["enqueued_at"]), _time(r["finished_at"]), r["worker"] or "-", _short(r["error"], 60)]
+             for r in rows]
+    click.echo(_table(header, table))
+
+
+@jobs.command(name="show")
+@click.argument("job_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def show_command(ctx: click.Context, job_id: str, as_json: bool) -> None:
+    """Show one job: payload, status, attempts, times, worker, batch, last error with its traceback."""
+    (wanted,) = parse_ids([job_id])
+    _, db = _database(ctx)
+    row = db.run(lambda cur: store.get_job(cur, wanted))
+    if row is None:
+        raise NotFound(f"no job with id {wanted}")
+    payload = _payload(row.pop("payload"))
+    if as_json:
+        click.echo(json.dumps({**{key: _iso(value) for key, value in row.items()}, "payload": payload}, indent=2))
+        return
+    worker = "-" if row["worker"] is None else f"{row['worker']} (registry id {row['worker_id']})"
+    time_limit = "the worker's default" if row["time_limit"] is None else f"{row['time_limit']}s"
+    fields = [
+        ("queue", row["queue"]),
+        ("handler", row["handler"]),
+        ("status", row["status"]),
+        ("attempts", f"{row['attempts']} of {row['max_attempts']}"),
+        ("priority", str(row["priority"])),
+        ("time limit", time_limit),
+        ("dedupe key", row["dedupe_key"] or "-"),
+        ("enqueued", _time(row["enqueued_at"]) + " UTC"),
+        ("run at", _time(row["run_at"]) + " UTC"),
+        ("started", _time(row["started_at"])),
+        ("finished", _time(row["finished_at"])),
+        ("lease until", _time(row["lease_until"])),
+        ("worker", worker),
+        ("batch_id", "-" if row["batch_id"] is None else str(row["batch_id"])),
+    ]
+    lines = [f"job {row['id']}"] + [f"  {name:<12}{value}" for name, value in fields]
+    lines.append("payload:")
+    body = json.dumps(payload, indent=2, ensure_ascii=False) if not isinstance(payload, str) else payload
+    lines += ["  " + line for line in body.splitlines()]
+    lines.append("last error:" + ("" if row["last_error"] else " -"))
+    lines += ["  " + line for line in (row["last_error"] or "").splitlines()]
+    click.echo("\n".join(lines))
+
+
+# ---------------------------------------------------------------------------- retry / cancel
+
+
+def _refuse(found: Mapping[int, tuple[str, str]], ids: Sequence[int], allowed: Sequence[str], action: str) -> None:
+    """Raise (so nothing changes) unless every named job exists and has an allowed status."""
+    missing = [job_id for job_id in ids if job_id not in found]
+    if missing:
+        listed = ", ".join(map(str, missing))
+        raise NotFound(f"no job with id {listed}" if len(missing) == 1 else f"no jobs with ids {listed}")
+    wrong = [(job_id, found[job_id][0]) for job_id in ids if found[job_id][0] not in allowed]
+    if wrong:
+        what = " or ".join(allowed)
+        listed = ", ".join(f"job {job_id} is {status}" for job_id, status in wrong)
+        raise JobStateError(f"{listed}: only {what} jobs can be {action}; nothing was changed")
+
+
+def _change(db: Database, statement: str, ids: Sequence[int], allowed: Sequence[str], action: str) -> store.Change:
+    def unit(cur: Cursor) -> store.Change:
+        return store.change_jobs(cur, statement, ids, allowed, lambda found: _refuse(found, ids, allowed, action))
+
+    return db.run(unit)
+
+
+def _jobs(count: int) -> str:
+    return f"{count} job" if count == 1 else f"{count} jobs"
+
+
+@main.command()
+@click.argument("ids", nargs=-1, metavar="[ID]...")
+@click.option("--dead", "every_dead", is_flag=True, help="Retry every dead job (of --queue, if given).")
+@click.option("--queue", help="With --dead: only this queue's dead jobs.")
+@click.pass_context
+def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str | None) -> None:
+    """Bring dead jobs back to ready: the named ones, or with --dead all of them.
+
+    Attempts start again from 0 (the job gets its full max_attempts); the last error stays on the
+    job for the record until its next failure replaces it.
+    """
+    if every_dead == bool(ids):
+        raise ConfigError("give job ids or --dead, not both" if ids else "give the ids of dead jobs, or --dead")
+    if queue is not None and not every_dead:
+        raise ConfigError("--queue goes with --dead (named jobs are retried whatever their queue)")
+    cfg, db = _database(ctx)
+    if ids:
+        change = _change(db, "retry_jobs", parse_ids(ids), ["dead"], "retried")
+        retried, queues = change.changed, set(change.queues)
+    else:
+        only = parse_queue(queue)
+        retried, queues = 0, set()
+        while True:
+            found = db.run(lambda cur: store.dead_jobs(cur, only, RETRY_BATCH))
+            if not found:
+                break
+            retried += db.run(partial(store.retry_jobs, ids=[job_id for job_id, _ in found]))
+            queues |= {name for _, name in found}
+            if len(found) < RETRY_BATCH:
+                break
+    if queues:
+        hint.notify(cfg, queues)
+    where = f" in queue {queue!r}" if queue else ""
+    if every_dead and not retried:
+        click.echo(f"no dead jobs{where}")
+    else:
+        click.echo(f"retried {_jobs(retried)}{where}: ready again with attempts reset")
+
+
+@main.command()
+@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@click.pass_context
+def cancel(ctx: click.Context, ids: tuple[str, ...]) -> None:
+    """Cancel ready or scheduled jobs: they will not run (a running job is not interrupted: refused)."""
+    job_ids = parse_ids(ids)
+    _, db = _database(ctx)
+    change = _change(db, "cancel_jobs", job_ids, ["ready", "scheduled"], "cancelled")
+    click.echo(f"cancelled {_jobs(change.changed)}")
+
+
+# ---------------------------------------------------------------------------- pause / resume
+
+
+@main.command()
+@click.argument("queue")
+@click.pass_context
+def pause(ctx: click.Context, queue: str) -> None:
+    """Stop workers claiming from QUEUE (at their next poll); jobs already running finish."""
+    name = check_name("queue", queue)
+    _, db = _database(ctx)
+    before = db.run(lambda cur: store.queue_paused(cur, name))
+    if before:
+        click.echo(f"queue {name!r} is already paused")
+        return
+    has_jobs = db.run(lambda cur: store.queue_has_jobs(cur, name))
+    db.run(lambda cur: store.set_paused(cur, name, True))
+    note = "" if has_jobs else " (it has no jobs yet)"
+    click.echo(f"paused queue {name!r}{note}: workers stop claiming from it at their next poll; "
+               "running jobs finish. `mysqlq resume` restarts it")
+
+
+@main.command()
+@click.argument("queue")
+@click.pass_context
+def resume(ctx: click.Context, queue: str) -> None:
+    """Let workers claim from QUEUE again (and wake the idle ones on this host)."""
+    name = check_name("queue", queue)
+    cfg, db = _database(ctx)
+    before = db.run(lambda cur: store.queue_paused(cur, name))
+    if not before:
+        click.echo(f"queue {name!r} was not paused")
+        return
+    db.run(lambda cur: store.set_paused(cur, name, False))
+    hint.notify(cfg, [name])
+    click.echo(f"resumed queue {name!r}")
+
+
+# ---------------------------------------------------------------------------- purge
+
+
+@main.command()
+@click.option("--done-older-than", "done_age", metavar="AGE",
+              help="Delete done and cancelled jobs that ended more than AGE ago (7d, 12h, 30m, 90s; 0: all).")
+@click.option("--dead-older-than", "dead_age", metavar="AGE",
+              help="Delete dead jobs that ended more than AGE ago.")
+@click.option("--queue", help="Only this queue's jobs.")
+@click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
+@click.pass_context
+def purge(ctx: click.Context, done_age: str | None, dead_age: str | None, queue: str | None, dry_run: bool) -> None:
+    """Delete old ended jobs now, in batches of 1000 (workers also do this on their own, see
+    --retain-done and --retain-dead of `mysqlq worker`)."""
+    if done_age is None and dead_age is None:
+        raise ConfigError("give --done-older-than and/or --dead-older-than (e.g. --done-older-than 7d)")
+    ages: list[tuple[str, float]] = []
+    if done_age is not None:
+        age = parse_duration(done_age, "--done-older-than")
+        ages += [("done", age), ("cancelled", age)]
+    if dead_age is not None:
+        ages.append(("dead", parse_duration(dead_age, "--dead-older-than")))
+    only = parse_queue(queue)
+    _, db = _database(ctx)
+    job = Purge(db, ages, queue=only)
+    counts = job.counts()
+    if dry_run:
+        click.echo(_purge_summary(counts, ages, "would delete"))
+        return
+    bar: Any
+    with click.progressbar(length=sum(counts.values()), label="purging", file=sys.stderr) as bar:
+        progress: Callable[[int], object] = bar.update
+        deleted = job.run(progress=progress)
+    click.echo(_purge_summary(deleted, ages, "deleted"))
+
+
+def _purge_summary(counts: Mapping[str, int], ages: Sequence[tuple[str, float]], verb: str) -> str:
+    parts = [f"{counts.get(status, 0)} {status} (ended more than {format_duration(age) if age else '0s'} ago)"
+             for status, age in ages]
+    return f"{verb} {', '.join(parts)}"

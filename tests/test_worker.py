@@ -1,0 +1,208 @@
+"""The worker: batch claims, order, outcomes, retries, time limits, shutdown, hints, server restarts."""
+
+from __future__ import annotations
+
+import collections
+import signal
+import subprocess
+import time
+
+from mysqlq import Job
+
+from .conftest import QueueDB
+
+
+def drain(qdb: QueueDB, *args: str, workers: int = 1, timeout: float = 120) -> None:
+    """Run burst workers until they exit; each must exit 0."""
+    procs = [qdb.worker("--burst", *args) for _ in range(workers)]
+    for proc in procs:
+        assert proc.wait(timeout=timeout) == 0, qdb.logs()
+
+
+def test_three_workers_drain_5000_jobs_each_exactly_once(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record", {"tag": str(i)}) for i in range(5000)])
+    drain(qdb, "--batch-size", "50", workers=3)
+    assert qdb.statuses() == {"done": 5000}
+    runs = collections.Counter(record[0] for record in qdb.records())
+    assert len(runs) == 5000 and set(runs.values()) == {1}
+    # All three took part: the claim never makes one worker wait for another.
+    assert qdb.scalar("SELECT COUNT(DISTINCT worker) FROM mysqlq_jobs") == 3
+
+
+def test_one_worker_runs_a_queue_in_fifo_order(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        ids = [producer.enqueue("test.record") for _ in range(40)]
+    drain(qdb, "--batch-size", "7")
+    assert [int(record[0]) for record in qdb.records()] == ids
+
+
+def test_lower_priority_numbers_run_first_then_fifo(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        jobs = [(priority, producer.enqueue("test.record", priority=priority)) for priority in (5, 0, -3, 5, 0, -3)]
+    drain(qdb, "--batch-size", "1")
+    assert [int(record[0]) for record in qdb.records()] == [job_id for _, job_id in sorted(jobs)]
+
+
+def test_queues_are_served_in_the_order_given(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        low = [producer.enqueue("test.record", queue="low") for _ in range(3)]
+        high = [producer.enqueue("test.record", queue="high") for _ in range(3)]
+        producer.enqueue("test.record", queue="ignored")
+    drain(qdb, "--queue", "high,low", "--batch-size", "2")
+    assert [int(record[0]) for record in qdb.records()] == high + low
+    assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE queue = 'ignored'") == "ready"
+
+
+def test_a_delayed_job_waits_until_it_is_due(qdb: QueueDB) -> None:
+    qdb.worker()
+    with qdb.producer() as producer:
+        delayed = producer.enqueue("test.record", {"tag": "delayed"}, delay=1.5)
+        now = producer.enqueue("test.record", {"tag": "now"})
+    qdb.wait_for(lambda: qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (delayed,)) == "done",
+                 timeout=30, what="the delayed job to run")
+    assert [int(record[0]) for record in qdb.records()] == [now, delayed]
+    started_after_due = qdb.scalar("SELECT started_at >= run_at FROM mysqlq_jobs WHERE id = %s", (delayed,))
+    assert started_after_due == 1
+
+
+def test_failures_are_retried_then_dead_with_the_traceback_kept(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        job_id = producer.enqueue("test.fail", max_attempts=3)
+    drain(qdb)
+    status, attempts, error = qdb.query("SELECT status, attempts, last_error FROM mysqlq_jobs")[0]
+    assert (status, attempts) == ("dead", 3)
+    assert error.startswith("ValueError: boom on attempt 3")
+    assert "Traceback (most recent call last)" in error and "mysqlq_testhandlers" in error
+    assert [record[:2] for record in qdb.records()] == [[str(job_id), str(n)] for n in (1, 2, 3)]
+
+
+def test_a_retried_job_that_then_succeeds_is_done(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        producer.enqueue("test.flaky", {"succeed_on": 3}, max_attempts=5)
+    drain(qdb)
+    assert qdb.query("SELECT status, attempts FROM mysqlq_jobs")[0] == ("done", 3)
+
+
+def test_unknown_handler_is_retried_then_dead_naming_it(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        producer.enqueue("billing.charge", max_attempts=2)
+    drain(qdb)
+    status, attempts, error = qdb.query("SELECT status, attempts, last_error FROM mysqlq_jobs")[0]
+    assert (status, attempts) == ("dead", 2)
+    assert "no installed entry point provides handler 'billing.charge'" in error
+    # `mysqlq retry` (operations) brings it back; here: the worker keeps running meanwhile.
+
+
+def test_a_handler_whose_import_fails_names_its_distribution(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        producer.enqueue("test.broken_import", max_attempts=1)
+    drain(qdb)
+    error = qdb.scalar("SELECT last_error FROM mysqlq_jobs")
+    assert "from mysqlq-testhandlers" in error and "ModuleNotFoundError" in error
+
+
+def test_a_payload_that_is_not_json_is_dead_at_once(qdb: QueueDB) -> None:
+    qdb.query("""INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, enqueued_at)
+                 VALUES ('default', 'test.record', '{oops', 'ready', NOW(6), 5, NOW(6))""")
+    with qdb.producer() as producer:
+        good = producer.enqueue("test.record")
+    drain(qdb)
+    assert qdb.query("SELECT status, attempts FROM mysqlq_jobs WHERE id <> %s", (good,))[0] == ("dead", 1)
+    assert "payload is not valid JSON" in qdb.scalar("SELECT last_error FROM mysqlq_jobs WHERE id <> %s", (good,))
+    assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (good,)) == "done"
+
+
+def test_a_job_past_its_time_limit_fails(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        by_default = producer.enqueue("test.sleep", {"seconds": 30}, max_attempts=1)
+        by_job = producer.enqueue("test.sleep", {"seconds": 30}, max_attempts=1, time_limit=0.3)
+    drain(qdb, "--time-limit", "0.5")
+    rows = dict(qdb.query("SELECT id, last_error FROM mysqlq_jobs"))
+    assert "time limit of 0.5s" in rows[by_default]
+    assert "time limit of 1s" in rows[by_job]  # stored in whole seconds, rounded up
+    assert qdb.statuses() == {"dead": 2}
+
+
+def test_sigterm_finishes_the_job_in_hand_and_releases_the_rest(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        ids = [producer.enqueue("test.sleep", {"seconds": 1}) for _ in range(5)]
+    worker = qdb.worker("--batch-size", "5")
+    qdb.wait_for(lambda: any(record[2] == "start" for record in qdb.records()), what="the first job to start")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    rows = dict((row[0], row[1:]) for row in qdb.query("SELECT id, status, attempts, batch_id FROM mysqlq_jobs"))
+    assert rows[ids[0]][:2] == ("done", 1)
+    for job_id in ids[1:]:
+        assert rows[job_id] == ("ready", 0, None)  # released without spending an attempt
+    assert "batch.released" in qdb.logs()
+
+
+def test_a_second_signal_exits_at_once(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        producer.enqueue("test.sleep", {"seconds": 60})
+    worker = qdb.worker()
+    qdb.wait_for(lambda: qdb.records(), what="the job to start")
+    worker.send_signal(signal.SIGTERM)
+    # Two signals that arrive before Python runs its handler count as one: let the first land.
+    time.sleep(0.5)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=10) == 128 + signal.SIGTERM
+    assert qdb.statuses() == {"running": 1}  # left for the reaper (crash recovery)
+
+
+def test_an_idle_worker_is_woken_by_the_hint_before_its_next_poll(qdb: QueueDB) -> None:
+    qdb.worker("--poll-interval", "60")
+    qdb.wait_for(lambda: "worker.started" in qdb.logs(), what="the worker to start")
+    with qdb.producer() as producer:
+        job_id = producer.enqueue("test.record")
+    # The next poll is a minute away: only the hint can have started it.
+    qdb.wait_for(lambda: qdb.records(), timeout=20, what="the hinted job to run")
+    assert int(qdb.records()[0][0]) == job_id
+
+
+def test_a_job_enqueued_without_the_hint_still_runs_at_the_next_poll(qdb: QueueDB) -> None:
+    qdb.worker("--poll-interval", "0.5")
+    qdb.wait_for(lambda: "worker.started" in qdb.logs(), what="the worker to start")
+    with qdb.producer(hint=False) as producer:
+        producer.enqueue("test.record")
+    qdb.wait_for(lambda: qdb.records(), timeout=20, what="the unhinted job to run")
+    assert qdb.statuses() == {"done": 1}
+
+
+def test_burst_exits_zero_on_an_empty_queue(qdb: QueueDB) -> None:
+    drain(qdb)
+    assert "worker.stopped" in qdb.logs()
+
+
+def test_every_claim_and_outcome_is_logged_with_its_fields(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        job_id = producer.enqueue("test.record")
+    proc = qdb.worker("--burst", "--name", "w-json", env=qdb.env(MYSQLQ_LOG_FORMAT="json"))
+    assert proc.wait(timeout=60) == 0
+    import json
+
+    events = [json.loads(line) for line in qdb.logs().splitlines() if line.startswith("{")]
+    done = next(event for event in events if event["event"] == "job.done")
+    assert done["job_id"] == job_id and done["worker"] == "w-json" and done["handler"] == "test.record"
+    assert {"queue", "batch_id", "attempt", "duration"} <= set(done)
+    assert any(event["event"] == "batch.claimed" and event["batch_id"] == done["batch_id"] for event in events)
+
+
+def test_the_server_killed_and_restarted_mid_drain_loses_nothing(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record", {"sleep": 0.001}) for _ in range(3000)])
+    workers = [qdb.worker("--batch-size", "20", "--heartbeat-interval", "0.5", "--lease", "5") for _ in range(2)]
+    qdb.wait_for(lambda: len(qdb.records()) > 300, what="the drain to be under way")
+    qdb.server.kill()
+    qdb.server.start()
+    qdb.wait_for(lambda: qdb.statuses() == {"done": 3000}, timeout=120, what="every job to be done")
+    assert all(proc.poll() is None for proc in workers), "a worker died with the server"
+    assert {int(record[0]) for record in qdb.records()} == set(range(1, 3001))
+    assert "db.retry" in qdb.logs()
+
+
+def test_burst_worker_exit_codes_for_user_errors(qdb: QueueDB) -> None:
+    result = subprocess.run([*qdb.worker_command(), "--burst", "--batch-size", "0"], env=qdb.env(),
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2 and "batch-size" in result.stderr
