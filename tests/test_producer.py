@@ -60,23 +60,21 @@ def test_bulk_enqueue_writes_nothing_when_one_job_is_bad(qdb: QueueDB) -> None:
 
 def test_transaction_commit_makes_the_job_and_the_callers_row_exist(qdb: QueueDB) -> None:
     qdb.query("CREATE TABLE orders (id INT PRIMARY KEY)")
-    with qdb.producer() as producer:
-        with producer.transaction() as tx:
-            with tx.cursor() as cur:
-                cur.execute("INSERT INTO orders (id) VALUES (1)")
-            job_id = tx.enqueue("test.record", {"order": 1})
+    with qdb.producer() as producer, producer.transaction() as tx:
+        with tx.cursor() as cur:
+            cur.execute("INSERT INTO orders (id) VALUES (1)")
+        job_id = tx.enqueue("test.record", {"order": 1})
     assert qdb.scalar("SELECT COUNT(*) FROM orders") == 1
     assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,)) == "ready"
 
 
 def test_transaction_rollback_leaves_no_job(qdb: QueueDB) -> None:
     qdb.query("CREATE TABLE orders (id INT PRIMARY KEY)")
-    with qdb.producer() as producer:
-        with pytest.raises(RuntimeError), producer.transaction() as tx:
-            with tx.cursor() as cur:
-                cur.execute("INSERT INTO orders (id) VALUES (1)")
-            tx.enqueue("test.record", {"order": 1})
-            raise RuntimeError("payment declined")
+    with qdb.producer() as producer, pytest.raises(RuntimeError), producer.transaction() as tx:
+        with tx.cursor() as cur:
+            cur.execute("INSERT INTO orders (id) VALUES (1)")
+        tx.enqueue("test.record", {"order": 1})
+        raise RuntimeError("payment declined")
     assert qdb.scalar("SELECT COUNT(*) FROM orders") == 0
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 0
 
