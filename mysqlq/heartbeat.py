@@ -31,7 +31,7 @@ class Heartbeat:
         self.db = Database(settings.dsn, retry=FOREVER, on_connect=self._on_connect)
         self.worker_id = 0
         self.leader = False
-        self.connected_at = 0.0
+        self.server_started = 0.0  # monotonic time at which the server (re)started
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="mysqlq-heartbeat", daemon=True)
         self._reaps = 0
@@ -39,8 +39,9 @@ class Heartbeat:
         self.retention = Retention(settings, self.db, log)  # the leader's other chore
 
     def _on_connect(self, conn: Connection) -> None:
-        self.connected_at = time.monotonic()
         self.leader = False  # named locks die with the connection
+        with conn.cursor() as cur:
+            self.server_started = time.monotonic() - store.server_uptime(cur)
 
     def register(self) -> int:
         """Register (before the first claim) and release what earlier lives of this name held."""
@@ -110,9 +111,9 @@ class Heartbeat:
     def reap(self) -> int:
         """Give the claims of dead workers back (and, every few runs, those of lapsed leases)."""
         settings = self.settings
-        # Right after our own (re)connection, e.g. a server restart, the others have not
-        # re-registered their new connection ids yet: do not judge them by the process list.
-        settled = time.monotonic() - self.connected_at > 2 * settings.heartbeat_interval
+        # Right after a server restart the other workers have not yet re-registered their new
+        # connection ids: do not judge them by the process list until they have had two beats.
+        settled = time.monotonic() - self.server_started > 2 * settings.heartbeat_interval + 1
         check = settings.processlist_check and settled
         dead = self.db.run(lambda cur: store.dead_workers(cur, settings.lease, check))
         self._reaps += 1

@@ -156,6 +156,10 @@ DELETE FROM mysqlq_workers WHERE id = %(id)s;
 -- Registry rows left by earlier runs of a worker with this name on this host.
 SELECT id FROM mysqlq_workers WHERE name = %(name)s AND host = %(host)s AND id <> %(id)s;
 
+-- name: server_uptime
+-- Seconds since the server started (after a restart, workers need a moment to re-register).
+SHOW GLOBAL STATUS LIKE 'Uptime';
+
 -- name: dead_workers
 -- Workers whose heartbeat is stale or (when checked) whose connection no longer exists.
 SELECT id FROM mysqlq_workers

@@ -46,6 +46,12 @@ def forget(cur: Cursor, worker_ids: Sequence[int]) -> int:
     return execute_in(cur, "delete_workers", worker_ids) if worker_ids else 0
 
 
+def server_uptime(cur: Cursor) -> float:
+    execute(cur, "server_uptime")
+    row = cur.fetchone()
+    return float(row[1]) if row else 0.0
+
+
 def try_lock(cur: Cursor, name: str) -> bool:
     execute(cur, "get_lock", {"name": name, "timeout": 0})
     row = cur.fetchone()

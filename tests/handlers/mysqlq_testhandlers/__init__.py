@@ -18,9 +18,9 @@ def _append(line: str) -> None:
 
 
 def record(payload: Any, ctx: mysqlq.JobContext) -> None:
-    """Record ``job_id attempt queue`` (and payload's "tag") for the test to read."""
+    """Record ``job_id attempt queue pid`` (and payload's "tag") for the test to read."""
     tag = payload.get("tag", "") if isinstance(payload, dict) else ""
-    _append(f"{ctx.job_id} {ctx.attempt} {ctx.queue} {tag}".rstrip())
+    _append(f"{ctx.job_id} {ctx.attempt} {ctx.queue} {os.getpid()} {tag}".rstrip())
     if isinstance(payload, dict) and payload.get("sleep"):
         time.sleep(float(payload["sleep"]))
 
@@ -57,7 +57,7 @@ def effect(payload: Any, ctx: mysqlq.JobContext) -> None:
     assert ctx.conn is not None
     with ctx.conn.cursor() as cur:
         cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
-    _append(f"{ctx.job_id} {ctx.attempt} effect")
+    _append(f"{ctx.job_id} {ctx.attempt} effect {os.getpid()}")
     if isinstance(payload, dict) and payload.get("sleep"):
         time.sleep(float(payload["sleep"]))
     if isinstance(payload, dict) and payload.get("fail"):
