@@ -84,7 +84,7 @@ class Settings:
     batch_size: int = 100
     poll_interval: float = 2.0
     flush_interval: float = 0.5
-    heartbeat_interval: float = 5.0
+    heartbeat_interval: float = 10.0
     lease: float = 60.0
     reap_interval: float = 2.0
     processlist_check: bool = True

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .config import Settings
-from .db import FOREVER, Connection, Database, RetryPolicy
+from .db import FOREVER, Connection, Database
 from .retention import Retention
 from .store import workers as store
 from .store.schema import lock_name
@@ -61,52 +61,62 @@ class Heartbeat:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop beating and leave the registry (jobs still held are released by the caller first)."""
+    def stop(self, db: Database) -> None:
+        """Stop beating and leave the registry through ``db`` (the worker's own connection).
+
+        The thread may be blocked in GET_LOCK until its next beat; it is not waited for: it ends
+        at its next wake-up, or with the process, and its connection (and lock) with it.
+        """
         self._stop.set()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=0.2)
         if self.worker_id:
             try:
-                store_id = self.worker_id
-                self.db.retry = RetryPolicy(attempts=3)
-                self.db.run(lambda cur: store.unregister(cur, store_id))
+                worker_id = self.worker_id
+                db.run(lambda cur: store.unregister(cur, worker_id))
             except Exception as exc:  # the reaper will forget us anyway
                 self.log.warning("worker.unregister_failed", error=str(exc))
-        self.db.close()
 
     def _loop(self) -> None:
         settings = self.settings
-        next_beat = next_reap = time.monotonic() + min(settings.heartbeat_interval, settings.reap_interval)
-        next_retain = 0.0
-        while not self._stop.wait(max(0.0, min(next_beat, next_reap) - time.monotonic())):
-            now = time.monotonic()
+        now = time.monotonic()
+        next_beat, next_reap = now + settings.heartbeat_interval, now
+        while not self._stop.is_set():
             try:
+                now = time.monotonic()
                 if now >= next_beat:
                     self.beat()
                     next_beat = now + settings.heartbeat_interval
-                if now >= next_reap:
-                    if self.leader:
-                        self.reap()
-                        if now >= next_retain:
-                            next_retain = now + settings.retention_interval  # also if the turn fails
-                            next_retain = now + self.retention.run()
+                if self.leader and now >= next_reap:
+                    self.reap()
                     next_reap = now + settings.reap_interval
+                if self.leader:
+                    self._stop.wait(max(0.0, min(next_beat, next_reap) - time.monotonic()))
+                elif self.await_leadership(next_beat - time.monotonic()):
+                    next_reap = time.monotonic()  # a leader just died: reap at once
             except Exception as exc:  # never let the thread die: the next beat tries again
                 self.log.error("heartbeat.error", error=f"{type(exc).__name__}: {exc}")
+                self._stop.wait(1.0)
+        self.db.close()
+
+    def await_leadership(self, seconds: float) -> bool:
+        """Wait for the reaper lock until the next beat: one query, and it returns the moment
+        the leader's connection dies, so a killed leader is replaced at once."""
+        if seconds <= 0:
+            return False
+        self.leader = self.db.run(lambda cur: store.try_lock(cur, self._lock, seconds))
+        if self.leader:
+            self.log.info("reaper.leader")
+        return self.leader
 
     def beat(self) -> None:
         settings = self.settings
         alive = self.db.run(lambda cur: store.heartbeat(cur, self.worker_id))
-        if not alive:
+        if not alive and not self._stop.is_set():  # while stopping, the row is gone on purpose
             self.log.warning("worker.registration_lost", worker_id=self.worker_id)
             self.register()
         batch_id = self.current_batch()
         if batch_id is not None:
             self.db.run(lambda cur: store.extend_lease(cur, batch_id, settings.lease))
-        if not self.leader:
-            self.leader = self.db.run(lambda cur: store.try_lock(cur, self._lock))
-            if self.leader:
-                self.log.info("reaper.leader")
 
     def reap(self) -> int:
         """Give the claims of dead workers back (and, every few runs, those of lapsed leases)."""

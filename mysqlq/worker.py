@@ -80,7 +80,7 @@ class Worker:
             self.notifier.stopping(self._status("stopping"))
             if self.listener:
                 self.listener.close()
-            self.heartbeat.stop()
+            self.heartbeat.stop(self.db)
             self.db.close()
             self.log.info("worker.stopped", done=self.done, failed=self.failed)
         return 0

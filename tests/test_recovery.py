@@ -79,9 +79,10 @@ def kill_when_running(qdb: QueueDB, proc_index: int = 0) -> int:
 def test_kill_9_is_caught_by_the_process_list_within_seconds(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         ids = [producer.enqueue("test.sleep", {"seconds": 0.2}) for _ in range(4)]
-    qdb.worker("--name", "victim", "--batch-size", "4")
+    # A short heartbeat only shortens the wait after the test server's own start (see Heartbeat.reap).
+    qdb.worker("--name", "victim", "--batch-size", "4", "--heartbeat-interval", "2")
     kill_when_running(qdb)
-    qdb.worker("--name", "rescuer")
+    qdb.worker("--name", "rescuer", "--heartbeat-interval", "2")
     # The lease is 60 s: finishing well before it proves the dead connection was noticed.
     qdb.wait_for(lambda: all(job_status(qdb, i) == "done" for i in ids), timeout=20, what="the jobs to be rescued")
     assert set(qdb.scalar("SELECT GROUP_CONCAT(DISTINCT worker) FROM mysqlq_jobs").split(",")) == {"rescuer"}

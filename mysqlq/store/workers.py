@@ -52,8 +52,9 @@ def server_uptime(cur: Cursor) -> float:
     return float(row[1]) if row else 0.0
 
 
-def try_lock(cur: Cursor, name: str) -> bool:
-    execute(cur, "get_lock", {"name": name, "timeout": 0})
+def try_lock(cur: Cursor, name: str, wait: float = 0.0) -> bool:
+    """Take a named server lock, waiting up to ``wait`` seconds for it."""
+    execute(cur, "get_lock", {"name": name, "timeout": wait})
     row = cur.fetchone()
     return bool(row and row[0] == 1)
 
