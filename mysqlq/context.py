@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .db import Connection
@@ -19,5 +20,10 @@ class JobContext:
     queue: str
     handler: str
     worker: str
-    log: Any
     conn: Connection | None = None
+    base_log: Any = field(default=None, repr=False)
+
+    @cached_property
+    def log(self) -> Any:
+        """A structlog logger bound to this job (made on first use: most handlers never log)."""
+        return self.base_log.bind(job_id=self.job_id, handler=self.handler, attempt=self.attempt, queue=self.queue)

@@ -29,17 +29,20 @@ def _raise_timeout(signum: int, frame: object) -> None:
 
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Raise JobTimeout in the running handler after ``seconds`` (main thread only: SIGALRM)."""
+    """Raise JobTimeout in the running handler after ``seconds`` (SIGALRM: main thread only).
+
+    The signal handler is installed once per process; each job only arms and disarms the timer.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGALRM, _raise_timeout)
+    if signal.getsignal(signal.SIGALRM) is not _raise_timeout:
+        signal.signal(signal.SIGALRM, _raise_timeout)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def describe(exc: BaseException) -> str:
@@ -74,8 +77,7 @@ class Runner:
         ctx = JobContext(
             job_id=job.id, attempt=job.attempt, max_attempts=job.max_attempts, queue=job.queue,
             handler=job.handler, worker=self.settings.worker_name,
-            log=self.log.bind(job_id=job.id, handler=job.handler, attempt=job.attempt),
-            conn=self.conn() if transactional else None,
+            conn=self.conn() if transactional else None, base_log=self.log,
         )
         try:
             with time_limit(limit):
