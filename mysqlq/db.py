@@ -126,11 +126,13 @@ class Database:
         isolation: str | None = None,
         retry: RetryPolicy = CLI_RETRY,
         on_connect: Callable[[Connection], None] | None = None,
+        on_pause: Callable[[], None] | None = None,
     ) -> None:
         self.dsn = dsn
         self.isolation = isolation
         self.retry = retry
         self.on_connect = on_connect
+        self.on_pause = on_pause  # called while waiting to retry (a worker keeps its watchdog fed)
         self._conn: Connection | None = None
 
     @property
@@ -174,4 +176,6 @@ class Database:
     def _pause(self, exc: BaseException, attempt: int) -> None:
         delay = self.retry.delay(attempt)
         log.warning("db.retry", error=str(exc), attempt=attempt, delay=round(delay, 3))
+        if self.on_pause is not None:
+            self.on_pause()
         time.sleep(delay)

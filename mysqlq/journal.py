@@ -14,6 +14,8 @@ IDENTIFIER = "mysqlq"
 # Fields this module sets itself (or journald interprets): an event key of the same name gets a prefix.
 RESERVED = frozenset({"MESSAGE", "MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER", "SYSLOG_FACILITY", "SYSLOG_PID",
                       "SYSLOG_TIMESTAMP", "MYSQLQ_EVENT", "CODE_FILE", "CODE_LINE", "CODE_FUNC", "ERRNO"})
+# Bound context, shown after the event's own keys in MESSAGE (it is in every line of a worker).
+TRAILING = ("worker", "batch_id")
 _INVALID = re.compile(r"[^A-Z0-9_]")
 MAX_FIELD_NAME = 64
 
@@ -41,7 +43,8 @@ class JournalRenderer:
         level = str(event_dict.pop("level", name))
         event = str(event_dict.pop("event", ""))
         trace = event_dict.pop("exception", None)
-        items = [(key, value) for key, value in event_dict.items() if value is not None]
+        items = sorted(((key, value) for key, value in event_dict.items() if value is not None),
+                       key=lambda item: item[0] in TRAILING)
         message = " ".join([event, *(f"{key}={_shown(value)}" for key, value in items)])
         if trace:
             message += "\n" + str(trace)

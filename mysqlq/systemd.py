@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from systemd import daemon
@@ -25,10 +25,10 @@ class Notifier:
     the pings and systemd's ``WatchdogSec=`` fires.
     """
 
-    def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
-        self.enabled = bool(environ.get("NOTIFY_SOCKET"))
-        usec = environ.get("WATCHDOG_USEC", "")
-        pid = environ.get("WATCHDOG_PID", "")
+    def __init__(self) -> None:
+        self.enabled = bool(os.environ.get("NOTIFY_SOCKET"))
+        usec = os.environ.get("WATCHDOG_USEC", "")
+        pid = os.environ.get("WATCHDOG_PID", "")
         watched = self.enabled and usec.isdigit() and int(usec) > 0 and (not pid or pid == str(os.getpid()))
         self.watchdog_interval = int(usec) / 1e6 / 2 if watched else None  # ping twice per period
         self._in_job = False

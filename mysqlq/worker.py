@@ -39,7 +39,9 @@ class Worker:
     def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
         self.settings = settings
         self.log = structlog.get_logger("mysqlq.worker").bind(worker=settings.worker_name)
-        self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER)
+        # While the database is down the loop is alive, only waiting: it keeps the watchdog fed.
+        self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER,
+                           on_pause=lambda: self._ping_watchdog())
         self.notifier = Notifier()
         self.runner = Runner(settings, registry or Registry(), self.log, lambda: self.db.conn)
         self.heartbeat = Heartbeat(settings, self.log, lambda: self.current_batch, self._on_reaped)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -14,13 +16,23 @@ import click
 from ..errors import ConfigError, MysqlqError
 from . import main
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "systemd"  # the source tree's systemd/
 TEMPLATE = "myjob@.service"
+
+
+def _template_dir() -> Path:
+    """The source tree's systemd/ (a checkout), else the copy a wheel installs under the prefix."""
+    source = Path(__file__).resolve().parents[2] / "systemd"
+    installed = Path(sys.prefix) / "share" / "mysqlq" / "systemd"
+    return source if (source / TEMPLATE).is_file() else installed
+
+
+TEMPLATE_DIR = _template_dir()
 TARGET = "myjob.target"
 PLACEHOLDER = "@MYSQLQ@"
 UNIT_DIR = Path("etc/systemd/system")
 CONFIG_DIR = Path("etc/mysqlq")
 HOME_DIRS = (Path("/home"), Path("/root"), Path("/run/user"))
+DYNAMIC_USER = "User=mysqlq\nGroup=mysqlq\nDynamicUser=yes\n"
 NAME = re.compile(r"[A-Za-z0-9_.:-]+")
 
 EXAMPLE_ENV = """\
@@ -61,18 +73,54 @@ def default_executable() -> Path:
     raise ConfigError("cannot find the installed mysqlq command; pass --executable /path/to/venv/bin/mysqlq")
 
 
-def needs_home(paths: list[str]) -> bool:
-    """True when the executable or an import path lives under a home directory."""
-    return any(Path(path).is_relative_to(home) for path in paths if path for home in HOME_DIRS)
+def interpreter(executable: Path) -> Path:
+    """The interpreter named by a console script's #! line (this Python if there is none)."""
+    try:
+        with executable.open("rb") as script:
+            first = script.readline(4096).decode(errors="replace")
+    except OSError:
+        first = ""
+    return Path(first[2:].split()[0]) if first.startswith("#!") and first[2:].split() else Path(sys.executable)
 
 
-def render_unit(template: str, executable: Path, home_readable: bool = False) -> str:
-    """The template with the executable's absolute path in ExecStart (and /home readable if needed)."""
+def runtime_paths(executable: Path) -> list[Path]:
+    """What the unit's process reads: the script, its interpreter (as named and resolved), import paths."""
+    python = interpreter(executable)
+    imports = [Path(entry) for entry in sys.path if entry and Path(entry).exists()]
+    return [executable, python, python.resolve(), *imports]
+
+
+def needs_home(paths: Iterable[Path]) -> bool:
+    """True when one of ``paths`` lives under a home directory (then ProtectHome=read-only, not yes)."""
+    return any(path.absolute().is_relative_to(home) for path in paths for home in HOME_DIRS)
+
+
+def hidden_from_others(paths: Iterable[Path]) -> list[Path]:
+    """Those of ``paths`` that a user other than their owners cannot read (a directory on the way lacks o+x)."""
+    hidden = []
+    for path in paths:
+        for chain in (path.absolute(), path.resolve()):
+            steps = [*reversed(chain.parents), chain]
+            try:
+                modes = [os.stat(step).st_mode for step in steps]
+            except OSError:
+                continue
+            if any(not mode & stat.S_IXOTH for mode in modes[:-1]) or not modes[-1] & stat.S_IROTH:
+                hidden.append(chain)
+                break
+    return hidden
+
+
+def render_unit(template: str, executable: Path, home_readable: bool = False, as_root: bool = False) -> str:
+    """The template with the executable's absolute path in ExecStart; ``home_readable`` turns
+    ProtectHome=yes into read-only, ``as_root`` drops the dynamic user (other hardening stays)."""
     if PLACEHOLDER not in template:
         raise ConfigError(f"the unit template has no {PLACEHOLDER} placeholder in ExecStart")
     text = template.replace(PLACEHOLDER, str(executable))
     if home_readable:
         text = text.replace("\nProtectHome=yes\n", "\nProtectHome=read-only\n")
+    if as_root:
+        text = text.replace(DYNAMIC_USER, "# Runs as root: its Python or packages are not readable by other users.\n")
     return text
 
 
@@ -90,8 +138,11 @@ def _write(path: Path, text: str, mode: int) -> str:
 
 
 def install(root: Path, name: str, executable: Path, template: Path) -> list[tuple[str, Path]]:
-    """Write NAME@.service, NAME.target and (unless there is one) an example env file under ``root``."""
-    if not NAME.fullmatch(name):
+    """Write NAME@.service, NAME.target and (unless there is one) an example env file under ``root``.
+
+    Returns (what happened, path) pairs; a ("warning: ...", path) pair when the unit must run as root.
+    """
+    if not NAME.fullmatch(name) or name.endswith((".service", ".target")):
         raise ConfigError(f"unit name {name!r} may use only letters, digits and _ . : - (no @ or .service)")
     if not executable.is_absolute() or not os.access(executable, os.X_OK):
         raise ConfigError(f"{executable} is not an absolute path to an executable mysqlq")
@@ -101,10 +152,14 @@ def install(root: Path, name: str, executable: Path, template: Path) -> list[tup
     except OSError as exc:
         raise ConfigError(f"cannot read the unit template: {exc}; pass --template systemd/{TEMPLATE}") from None
     unit_dir, config_dir = root / UNIT_DIR, root / CONFIG_DIR
-    home_readable = needs_home([str(executable), *sys.path])
+    paths = runtime_paths(executable)
+    hidden = hidden_from_others(paths)
     unit, target = unit_dir / f"{name}@.service", unit_dir / f"{name}.target"
-    done = [(_write(unit, render_unit(source, executable, home_readable), 0o644), unit),
+    done = [(_write(unit, render_unit(source, executable, needs_home(paths), bool(hidden)), 0o644), unit),
             (_write(target, target_source, 0o644), target)]
+    if hidden:
+        done.append(("warning: the unit runs as root, not as a dynamic user (install mysqlq where every user can"
+                     " read it for that); other users cannot read", hidden[0]))
     config_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
     env = config_dir / "mysqlq.env"
     if env.exists():
