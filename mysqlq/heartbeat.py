@@ -80,6 +80,7 @@ class Heartbeat:
         settings = self.settings
         now = time.monotonic()
         next_beat, next_reap = now + settings.heartbeat_interval, now
+        next_retain = now
         while not self._stop.is_set():
             try:
                 now = time.monotonic()
@@ -89,6 +90,9 @@ class Heartbeat:
                 if self.leader and now >= next_reap:
                     self.reap()
                     next_reap = now + settings.reap_interval
+                if self.leader and now >= next_retain:
+                    next_retain = now + settings.retention_interval  # also when the turn fails
+                    next_retain = now + self.retention.run()  # see mysqlq.retention
                 if self.leader:
                     self._stop.wait(max(0.0, min(next_beat, next_reap) - time.monotonic()))
                 elif self.await_leadership(next_beat - time.monotonic()):

@@ -79,11 +79,14 @@ class Purge:
 
     def run(self, progress: Callable[[int], object] | None = None,
             until: Callable[[], bool] | None = None) -> dict[str, int]:
-        """Step until finished (or ``until()`` says stop); returns deleted counts per status."""
-        while not self.finished and not (until and until()):
+        """Step until finished (or ``until()``, asked after each batch, says stop); returns deleted
+        counts per status."""
+        while not self.finished:
             deleted = self.step()
             if progress:
                 progress(deleted)
+            if deleted and until and until():  # a batch that found nothing costs one quick read
+                break
         return self.deleted
 
 
@@ -95,6 +98,9 @@ class Retention:
         self.db = db
         self.log = log
         self.ages = policies(settings.retain_done, settings.retain_dead)
+        # Seconds one turn may take (it always deletes one batch): short, as it runs on the
+        # heartbeat thread between beats.
+        self.budget = min(2.0, settings.heartbeat_interval / 2)
 
     @property
     def enabled(self) -> bool:
@@ -115,8 +121,3 @@ class Retention:
             return settings.retention_interval
         self.db.run(lambda cur: store.due_again(cur, TASK))  # whoever leads next goes on at once
         return BEHIND_PAUSE
-
-    @property
-    def budget(self) -> float:
-        """Seconds one turn may take: short, as it runs on the heartbeat thread between beats."""
-        return min(2.0, self.settings.heartbeat_interval / 2)

@@ -120,10 +120,10 @@ def jobs() -> None:
 
 
 @jobs.command(name="list")
-@click.option("--queue", help="Only jobs of this queue.")
-@click.option("--status", help=f"Only jobs with this status ({', '.join(STATUSES)}).")
-@click.option("--handler", help="Only jobs naming this handler.")
-@click.option("--limit", default=str(DEFAULT_LIMIT), help="How many jobs to show at most.")
+@click.option("--queue", metavar="QUEUE", help="Only jobs of this queue.")
+@click.option("--status", metavar="STATUS", help=f"Only jobs with this status ({', '.join(STATUSES)}).")
+@click.option("--handler", metavar="NAME", help="Only jobs naming this handler.")
+@click.option("--limit", metavar="N", default=str(DEFAULT_LIMIT), help="How many jobs to show at most.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def list_command(ctx: click.Context, queue: str | None, status: str | None, handler: str | None, limit: str,
@@ -147,11 +147,13 @@ def list_command(ctx: click.Context, queue: str | None, status: str | None, hand
 
 
 @jobs.command(name="show")
-@click.argument("job_id", metavar="ID")
+@click.argument("job_id", metavar="ID", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def show_command(ctx: click.Context, job_id: str, as_json: bool) -> None:
+def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
     """Show one job: payload, status, attempts, times, worker, batch, last error with its traceback."""
+    if job_id is None:
+        raise ConfigError("give the id of the job to show")
     (wanted,) = parse_ids([job_id])
     _, db = _database(ctx)
     row = db.run(lambda cur: store.get_job(cur, wanted))
@@ -182,9 +184,9 @@ def show_command(ctx: click.Context, job_id: str, as_json: bool) -> None:
     lines = [f"job {row['id']}"] + [f"  {name:<12}{value}" for name, value in fields]
     lines.append("payload:")
     body = json.dumps(payload, indent=2, ensure_ascii=False) if not isinstance(payload, str) else payload
-    lines += ["  " + line for line in body.splitlines()]
+    lines += [("  " + line).rstrip() for line in body.splitlines()]
     lines.append("last error:" + ("" if row["last_error"] else " -"))
-    lines += ["  " + line for line in (row["last_error"] or "").splitlines()]
+    lines += [("  " + line).rstrip() for line in (row["last_error"] or "").splitlines()]
     click.echo("\n".join(lines))
 
 
@@ -218,7 +220,7 @@ def _jobs(count: int) -> str:
 @main.command()
 @click.argument("ids", nargs=-1, metavar="[ID]...")
 @click.option("--dead", "every_dead", is_flag=True, help="Retry every dead job (of --queue, if given).")
-@click.option("--queue", help="With --dead: only this queue's dead jobs.")
+@click.option("--queue", metavar="QUEUE", help="With --dead: only this queue's dead jobs.")
 @click.pass_context
 def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str | None) -> None:
     """Bring dead jobs back to ready: the named ones, or with --dead all of them.
@@ -255,10 +257,12 @@ def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str
 
 
 @main.command()
-@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@click.argument("ids", nargs=-1, metavar="ID...")
 @click.pass_context
 def cancel(ctx: click.Context, ids: tuple[str, ...]) -> None:
     """Cancel ready or scheduled jobs: they will not run (a running job is not interrupted: refused)."""
+    if not ids:
+        raise ConfigError("give the ids of the jobs to cancel")
     job_ids = parse_ids(ids)
     _, db = _database(ctx)
     change = _change(db, "cancel_jobs", job_ids, ["ready", "scheduled"], "cancelled")
@@ -268,12 +272,18 @@ def cancel(ctx: click.Context, ids: tuple[str, ...]) -> None:
 # ---------------------------------------------------------------------------- pause / resume
 
 
+def _queue_argument(queue: str | None, verb: str) -> str:
+    if queue is None:
+        raise ConfigError(f"give the name of the queue to {verb}")
+    return check_name("queue", queue)
+
+
 @main.command()
-@click.argument("queue")
+@click.argument("queue", required=False)
 @click.pass_context
-def pause(ctx: click.Context, queue: str) -> None:
+def pause(ctx: click.Context, queue: str | None) -> None:
     """Stop workers claiming from QUEUE (at their next poll); jobs already running finish."""
-    name = check_name("queue", queue)
+    name = _queue_argument(queue, "pause")
     _, db = _database(ctx)
     before = db.run(lambda cur: store.queue_paused(cur, name))
     if before:
@@ -287,11 +297,11 @@ def pause(ctx: click.Context, queue: str) -> None:
 
 
 @main.command()
-@click.argument("queue")
+@click.argument("queue", required=False)
 @click.pass_context
-def resume(ctx: click.Context, queue: str) -> None:
+def resume(ctx: click.Context, queue: str | None) -> None:
     """Let workers claim from QUEUE again (and wake the idle ones on this host)."""
-    name = check_name("queue", queue)
+    name = _queue_argument(queue, "resume")
     cfg, db = _database(ctx)
     before = db.run(lambda cur: store.queue_paused(cur, name))
     if not before:
@@ -310,7 +320,7 @@ def resume(ctx: click.Context, queue: str) -> None:
               help="Delete done and cancelled jobs that ended more than AGE ago (7d, 12h, 30m, 90s; 0: all).")
 @click.option("--dead-older-than", "dead_age", metavar="AGE",
               help="Delete dead jobs that ended more than AGE ago.")
-@click.option("--queue", help="Only this queue's jobs.")
+@click.option("--queue", metavar="QUEUE", help="Only this queue's jobs.")
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
 @click.pass_context
 def purge(ctx: click.Context, done_age: str | None, dead_age: str | None, queue: str | None, dry_run: bool) -> None:
@@ -339,6 +349,10 @@ def purge(ctx: click.Context, done_age: str | None, dead_age: str | None, queue:
 
 
 def _purge_summary(counts: Mapping[str, int], ages: Sequence[tuple[str, float]], verb: str) -> str:
-    parts = [f"{counts.get(status, 0)} {status} (ended more than {format_duration(age) if age else '0s'} ago)"
-             for status, age in ages]
-    return f"{verb} {', '.join(parts)}"
+    """``deleted 5 done and 1 cancelled jobs that ended more than 7d ago; 2 dead jobs ... 30d ago``."""
+    by_age: dict[float, list[str]] = {}
+    for status, age in ages:
+        by_age.setdefault(age, []).append(f"{counts.get(status, 0)} {status}")
+    parts = [f"{' and '.join(names)} jobs that ended more than {format_duration(age) if age else '0s'} ago"
+             for age, names in by_age.items()]
+    return f"{verb} {'; '.join(parts)}"

@@ -47,7 +47,7 @@ def _instance_name() -> str:
 @click.option("--lease", envvar="MYSQLQ_LEASE", show_envvar=True, type=click.FloatRange(min=1), default=60.0,
               help="Seconds a claim lasts without heartbeats before others may take it over.")
 @click.option("--heartbeat-interval", envvar="MYSQLQ_HEARTBEAT_INTERVAL", show_envvar=True,
-              type=click.FloatRange(min=0.05), default=5.0, help="Seconds between heartbeats.")
+              type=click.FloatRange(min=0.05), default=10.0, help="Seconds between heartbeats (and lease extensions).")
 @click.option("--processlist-check/--no-processlist-check", envvar="MYSQLQ_PROCESSLIST_CHECK", show_envvar=True,
               default=True, help="Reap a worker whose connection is gone from the server's process list "
               "(turn off behind poolers or proxies that reuse connection ids).")
@@ -63,9 +63,11 @@ def _instance_name() -> str:
               help="Listen for has-task hints from producers on this host.")
 @click.option("--hint-dir", envvar="MYSQLQ_HINT_DIR", show_envvar=True, default=None,
               help="Directory of hint sockets [default: /run/mysqlq if writable, else a per-user temp dir].")
-@click.option("--retain-done", envvar="MYSQLQ_RETAIN_DONE", show_envvar=True, default="7d", callback=_retention,
+@click.option("--retain-done", metavar="AGE", envvar="MYSQLQ_RETAIN_DONE", show_envvar=True, default="7d",
+              callback=_retention,
               help="Delete done and cancelled jobs this long after they ended (90s, 30m, 12h, 7d; 0 or off: keep).")
-@click.option("--retain-dead", envvar="MYSQLQ_RETAIN_DEAD", show_envvar=True, default="30d", callback=_retention,
+@click.option("--retain-dead", metavar="AGE", envvar="MYSQLQ_RETAIN_DEAD", show_envvar=True, default="30d",
+              callback=_retention,
               help="Delete dead jobs this long after they ended (0 or off: keep).")
 @click.option("--burst", is_flag=True, envvar="MYSQLQ_BURST", help="Drain what is ready, then exit 0.")
 @click.pass_context

@@ -81,12 +81,13 @@ SELECT queue, SUM(status = 'done'), SUM(status = 'dead')
 SELECT NOW(6) - INTERVAL %(age_us)s MICROSECOND;
 
 -- name: expired_jobs
--- The next jobs of one status that finished before the cutoff, walking (status, run_at) from a
--- position (run_at, id): run_at <= finished_at for every ended job, so the range holds them all and
--- each batch starts where the last one stopped. A plain read: delete_jobs re-checks the row.
+-- The next jobs of one status that finished before the cutoff, walking (status, run_at, id) on from
+-- the last position: run_at <= finished_at for every ended job, so the range holds them all, and
+-- each batch reads on where the last one stopped (rows it kept are never read twice).
+-- A plain read: delete_jobs re-checks each row.
 SELECT id, run_at FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_status_run_at)
- WHERE status = %(status)s AND run_at < %(cutoff)s AND run_at >= %(after_run_at)s
-   AND (run_at > %(after_run_at)s OR id > %(after_id)s)
+ WHERE status = %(status)s AND run_at < %(cutoff)s
+   AND (run_at > %(after_run_at)s OR (run_at = %(after_run_at)s AND id > %(after_id)s))
    AND finished_at < %(cutoff)s AND (%(queue)s IS NULL OR queue = %(queue)s)
  ORDER BY run_at, id LIMIT %(limit)s;
 
