@@ -26,9 +26,11 @@ RUN_DIR = Path("/run/mysqlq")
 
 
 def hint_dir(settings: Settings) -> Path:
-    """Where hint sockets live: MYSQLQ_HINT_DIR, else /run/mysqlq when usable, else a per-user temp dir."""
-    if settings.hint_dir:
-        return Path(settings.hint_dir)
+    """Where hint sockets live: the setting or MYSQLQ_HINT_DIR, else /run/mysqlq when usable,
+    else a per-user temp dir."""
+    chosen = settings.hint_dir or os.environ.get("MYSQLQ_HINT_DIR")
+    if chosen:
+        return Path(chosen)
     if RUN_DIR.is_dir() and os.access(RUN_DIR, os.W_OK | os.X_OK):
         return RUN_DIR
     return Path(tempfile.gettempdir()) / f"mysqlq-{os.getuid()}"

@@ -232,7 +232,9 @@ class Worker:
                 os.read(self._wake_r, 512)
         if self.listener and self.listener in readable:
             for item in self.listener.drain():
-                if item.queue == hint.ANY_QUEUE or item.queue in self.settings.queues:
+                if item.queue in self.paused:
+                    self.next_poll = 0.0  # perhaps resumed (`mysqlq resume` hints): look again now
+                elif item.queue == hint.ANY_QUEUE or item.queue in self.settings.queues:
                     if item.delay <= 0:
                         self.want_claim = True
                     else:
