@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,8 +55,19 @@ fi
 mount -t tmpfs tmpfs /etc/systemd/system
 mount --bind "$base/console" /dev/console
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
+# Paths under /tmp or /var/tmp that must stay visible (the checkout and its venv, when the
+# repository itself lives in /tmp, as a CI clone may): held aside, then bound back in place.
+shift
+n=0
+for keep in "$@"; do
+  n=$((n + 1)); mkdir -p "/run/keep/$n"; mount --bind "$keep" "/run/keep/$n"
+done
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /var/tmp
+n=0
+for keep in "$@"; do
+  n=$((n + 1)); mkdir -p "$keep"; mount --bind "/run/keep/$n" "$keep"
+done
 exec env -i PATH={PATH} container=mysqlq-test \\
   SYSTEMD_UNIT_PATH=/etc/systemd/system:/run/systemd/system:{UNITS} \\
   SYSTEMD_GENERATOR_PATH={UNITS}/empty SYSTEMD_ENVIRONMENT_GENERATOR_PATH={UNITS}/empty \\
@@ -145,7 +157,8 @@ class PrivateSystemd:
             cgroup.mkdir()
         enter = 'echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" && shift 2 && exec "$@"'
         unshare = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--uts", "--cgroup",
-                   "--propagation", "private", "--mount-proc", "sh", "-c", STAGE2, "stage2", str(self.base)]
+                   "--propagation", "private", "--mount-proc", "sh", "-c", STAGE2, "stage2", str(self.base),
+                   *self._kept_paths()]
         with (self.base / "namespace.log").open("wb") as log:
             self._proc = subprocess.Popen(
                 ["setpriv", "--pdeathsig", "KILL", "--", "sh", "-c", enter, "enter", *map(str, self.cgroups),
@@ -174,6 +187,17 @@ class PrivateSystemd:
         for unit in JOURNALD_UNITS:
             text = (SYSTEM_UNITS / unit).read_text()
             (units / unit).write_text(text.replace(" systemd-journald-audit.socket", ""))
+
+    @staticmethod
+    def _kept_paths() -> list[str]:
+        """The checkout and the running venv, when they live where the namespace mounts a tmpfs."""
+        checkout = Path(__file__).resolve().parent.parent
+        kept: list[str] = []
+        for path in (checkout, Path(sys.prefix).resolve()):
+            inside = any(path.is_relative_to(tmp) for tmp in (Path("/tmp"), Path("/var/tmp")))
+            if inside and not any(path.is_relative_to(k) for k in kept):
+                kept.append(str(path))
+        return kept
 
     def _child_of_unshare(self) -> int:
         assert self._proc is not None

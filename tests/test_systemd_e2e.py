@@ -81,7 +81,11 @@ def test_workers_under_systemd(deployment: Deployment) -> None:
 def run_scenario(systemd: PrivateSystemd, d: Deployment) -> None:
     # Install as a user would, then configure: shared settings, and a queue of its own per instance.
     installed = systemd.run(MYSQLQ, "install-systemd", "--name", "worker")
-    assert "warning" not in installed.stdout and "daemon-reload: done" in installed.stdout
+    assert "daemon-reload: done" in installed.stdout
+    warnings = [line for line in installed.stdout.splitlines() if line.startswith("warning")]
+    # A checkout under /tmp (a CI clone may be) is the one case where a warning is due.
+    under_tmp = Path(MYSQLQ).resolve().is_relative_to("/tmp")
+    assert warnings == ([w for w in warnings if "PrivateTmp is off" in w] if under_tmp else []), warnings
     systemd.write("/etc/mysqlq/mysqlq.env", f"MYSQLQ_DSN={d.dsn}\nMYSQLQ_QUEUES=e2e\nMYSQLQ_BATCH_SIZE=10\n"
                   "MYSQLQ_POLL_INTERVAL=30\n")  # idle workers wake on hints, not by polling
     systemd.write("/etc/mysqlq/1.env", "MYSQLQ_QUEUES=e2e-1,e2e\n")
@@ -90,7 +94,8 @@ def run_scenario(systemd: PrivateSystemd, d: Deployment) -> None:
     systemd.systemctl("start", "worker@1", "worker@2")  # returns once both sent READY=1
     for name in ("worker@1", "worker@2"):
         unit = d.unit(name)
-        assert (unit["ActiveState"], unit["SubState"], unit["User"]) == ("active", "running", "mysqlq"), unit
+        user = "" if under_tmp else "mysqlq"  # the dynamic user, unless installed under /tmp (root then)
+        assert (unit["ActiveState"], unit["SubState"], unit["User"]) == ("active", "running", user), unit
         assert unit["StatusText"].startswith("idle; 0 done, 0 failed; queues e2e-"), unit
     assert systemd.run("stat", "-c", "%a", "/run/mysqlq").stdout.strip() == "1777"
 

@@ -32,6 +32,7 @@ PLACEHOLDER = "@MYSQLQ@"
 UNIT_DIR = Path("etc/systemd/system")
 CONFIG_DIR = Path("etc/mysqlq")
 HOME_DIRS = (Path("/home"), Path("/root"), Path("/run/user"))
+TMP_DIRS = (Path("/tmp"), Path("/var/tmp"))
 DYNAMIC_USER = "User=mysqlq\nGroup=mysqlq\nDynamicUser=yes\n"
 NAME = re.compile(r"[A-Za-z0-9_.:-]+")
 
@@ -111,14 +112,24 @@ def hidden_from_others(paths: Iterable[Path]) -> list[Path]:
     return hidden
 
 
-def render_unit(template: str, executable: Path, home_readable: bool = False, as_root: bool = False) -> str:
+def needs_tmp(paths: Iterable[Path]) -> bool:
+    """True when the interpreter or packages live under /tmp or /var/tmp, which PrivateTmp= hides."""
+    return any(path.absolute().is_relative_to(tmp) for path in paths for tmp in TMP_DIRS)
+
+
+def render_unit(template: str, executable: Path, home_readable: bool = False, as_root: bool = False,
+                shared_tmp: bool = False) -> str:
     """The template with the executable's absolute path in ExecStart; ``home_readable`` turns
-    ProtectHome=yes into read-only, ``as_root`` drops the dynamic user (other hardening stays)."""
+    ProtectHome=yes into read-only, ``as_root`` drops the dynamic user (other hardening stays),
+    ``shared_tmp`` turns PrivateTmp off (a venv under /tmp would be invisible to the worker)."""
     if PLACEHOLDER not in template:
         raise ConfigError(f"the unit template has no {PLACEHOLDER} placeholder in ExecStart")
     text = template.replace(PLACEHOLDER, str(executable))
     if home_readable:
         text = text.replace("\nProtectHome=yes\n", "\nProtectHome=read-only\n")
+    if shared_tmp:
+        note = "# mysqlq is installed under /tmp, which PrivateTmp= would hide.\n"
+        text = text.replace("\nPrivateTmp=yes\n", f"\n{note}PrivateTmp=no\n")
     if as_root:
         text = text.replace(DYNAMIC_USER, "# Runs as root: its Python or packages are not readable by other users.\n")
     return text
@@ -155,8 +166,12 @@ def install(root: Path, name: str, executable: Path, template: Path) -> list[tup
     paths = runtime_paths(executable)
     hidden = hidden_from_others(paths)
     unit, target = unit_dir / f"{name}@.service", unit_dir / f"{name}.target"
-    done = [(_write(unit, render_unit(source, executable, needs_home(paths), bool(hidden)), 0o644), unit),
-            (_write(target, target_source, 0o644), target)]
+    in_tmp = needs_tmp(paths)  # DynamicUser= implies PrivateTmp=, so both must go
+    rendered = render_unit(source, executable, needs_home(paths), bool(hidden) or in_tmp, in_tmp)
+    done = [(_write(unit, rendered, 0o644), unit), (_write(target, target_source, 0o644), target)]
+    if in_tmp:
+        done.append(("warning: PrivateTmp is off and the unit runs as root, since mysqlq is installed under a"
+                     " temporary directory:", paths[0]))
     if hidden:
         done.append(("warning: the unit runs as root, not as a dynamic user (install mysqlq where every user can"
                      " read it for that); other users cannot read", hidden[0]))
