@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
-from typing import Any
+import time
+from collections.abc import MutableMapping
+from typing import Any, TextIO
 
 import structlog
 
@@ -28,30 +31,85 @@ def stderr_is_journal() -> bool:
     return stream == f"{stat.st_dev}:{stat.st_ino}"
 
 
+class ConsoleLine:
+    """Renders ``2026-11-21 00:44:38 info    job.done job_id=42 queue=default ...``.
+
+    Written for every job, so it is kept cheap: the timestamp is formatted once per second and
+    values are written as they are (quoted only when they hold spaces).
+    """
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._stamp = ""
+
+    def __call__(self, logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> str:
+        second = int(time.time())
+        if second != self._second:
+            self._second, self._stamp = second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
+        level = event_dict.pop("level", name)
+        event = event_dict.pop("event", "")
+        trace = event_dict.pop("exception", None)
+        fields = " ".join(f"{key}={_value(value)}" for key, value in event_dict.items())
+        line = f"{self._stamp} {level:<7} {event} {fields}".rstrip()
+        return f"{line}\n{trace}" if trace else line
+
+
+def _value(value: Any) -> str:
+    text = str(value)
+    return repr(text) if not text or " " in text or "\n" in text else text
+
+
+class BufferedLogger:
+    """Writes rendered lines to stderr through a buffer that the worker flushes after each batch
+    and before it waits (see :func:`flush`), instead of one system call per line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._write = stream.write
+
+    def msg(self, message: str) -> None:
+        self._write(message + "\n")
+
+    debug = info = warning = warn = error = critical = exception = fatal = log = msg
+
+
+_buffer: TextIO | None = None
+
+
+def flush() -> None:
+    """Write out buffered log lines (cheap when there are none)."""
+    if _buffer is not None:
+        _buffer.flush()
+
+
+def _buffered_stderr() -> TextIO:
+    global _buffer
+    if _buffer is None:
+        raw = open(sys.stderr.fileno(), "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115
+                   errors="replace", closefd=False)
+        _buffer = raw
+        atexit.register(flush)
+    return _buffer
+
+
 def configure(fmt: str = "auto", level: str = "info") -> str:
     """Configure structlog for the whole process; returns the format chosen for ``auto``."""
     if fmt == "auto":
         fmt = "journal" if stderr_is_journal() else "console"
     numeric = logging.getLevelNamesMapping()[level.upper()]
-    processors: list[Any] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.processors.add_log_level,
-    ]
+    processors: list[Any] = [structlog.processors.add_log_level]
     if fmt == "journal":
         from . import journal
 
         processors += [structlog.processors.format_exc_info, journal.JournalRenderer()]
         factory: Any = journal.logger_factory
-    elif fmt == "json":
-        processors += [structlog.processors.TimeStamper(fmt="iso", utc=True), structlog.processors.format_exc_info,
-                       structlog.processors.JSONRenderer()]
-        factory = structlog.PrintLoggerFactory(sys.stderr)
     else:
-        processors += [
-            structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False),
-            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
-        ]
-        factory = structlog.PrintLoggerFactory(sys.stderr)
+        if fmt == "json":
+            processors += [structlog.processors.TimeStamper(fmt="iso", utc=True),
+                           structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+        else:
+            processors += [structlog.processors.format_exc_info, ConsoleLine()]
+        stream = _buffered_stderr()
+        factory = lambda *args: BufferedLogger(stream)  # noqa: E731
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

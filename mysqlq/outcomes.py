@@ -59,8 +59,12 @@ class OutcomeBuffer:
     def due(self) -> bool:
         return self.first_at is not None and time.monotonic() - self.first_at >= self.settings.flush_interval
 
-    def flush(self, db: Database) -> tuple[int, list[int]]:
-        """Write everything pending; returns (rows written, ids whose claim had been taken over)."""
+    def flush(self, db: Database, final: bool = False) -> tuple[int, list[int]]:
+        """Write everything pending; returns (rows written, ids whose claim had been taken over).
+
+        ``final``: every other job of the batch has been written, failed or released already, so
+        the successes are exactly the batch's rows still running: one cheaper statement, no id list.
+        """
         done, failed = self.done, self.failed
         self.done, self.failed, self.first_at, self.next_retry = [], [], None, None
         lost: list[int] = []
@@ -77,7 +81,10 @@ class OutcomeBuffer:
             if not count:
                 lost.append(job.id)
         if done:
-            count = db.run(lambda cur: claims.complete(cur, self.batch_id, done))
+            if final:
+                count = db.run(lambda cur: claims.complete_batch(cur, self.batch_id))
+            else:
+                count = db.run(lambda cur: claims.complete(cur, self.batch_id, done))
             written += count
             if count < len(done):
                 lost.extend(self._which_lost(db, done))

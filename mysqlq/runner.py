@@ -22,6 +22,8 @@ from .jobs import ClaimedJob
 from .outcomes import Outcome
 from .store import claims
 
+_alarm_installed = False
+
 
 def _raise_timeout(signum: int, frame: object) -> None:
     raise JobTimeout()
@@ -36,8 +38,10 @@ def time_limit(seconds: float) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    if signal.getsignal(signal.SIGALRM) is not _raise_timeout:
+    global _alarm_installed
+    if not _alarm_installed:
         signal.signal(signal.SIGALRM, _raise_timeout)
+        _alarm_installed = True
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from systemd import daemon
 
@@ -31,7 +29,7 @@ class Notifier:
         pid = os.environ.get("WATCHDOG_PID", "")
         watched = self.enabled and usec.isdigit() and int(usec) > 0 and (not pid or pid == str(os.getpid()))
         self.watchdog_interval = int(usec) / 1e6 / 2 if watched else None  # ping twice per period
-        self._in_job = False
+        self.in_job = False  # set by the worker around each job
         self._closed = threading.Event()
         self._keepalive: threading.Thread | None = None
 
@@ -61,17 +59,8 @@ class Notifier:
         if self._keepalive is not None:
             self._keepalive.join(timeout=5)
 
-    @contextmanager
-    def job_in_hand(self) -> Iterator[None]:
-        """Mark the main loop as busy with one job, so the keep-alive thread pings for it."""
-        self._in_job = True
-        try:
-            yield
-        finally:
-            self._in_job = False
-
     def _keep_alive(self) -> None:
         assert self.watchdog_interval is not None
         while not self._closed.wait(self.watchdog_interval / 2):
-            if self._in_job and alarm_pending():
+            if self.in_job and alarm_pending():
                 self.watchdog()

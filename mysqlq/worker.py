@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 
-from . import hint
+from . import hint, logs
 from .config import Settings
 from .db import FOREVER, Cursor, Database
 from .handlers import Registry
@@ -175,19 +175,21 @@ class Worker:
             if self.stopping:
                 self._release(batch_id, jobs[index:], buffer)
                 break
-            with self.notifier.job_in_hand():
-                outcome = self.runner.run(job, batch_id)
+            self.notifier.in_job = True  # the keep-alive thread feeds the watchdog meanwhile
+            outcome = self.runner.run(job, batch_id)
+            self.notifier.in_job = False
             self._log_outcome(log, job, outcome)
             buffer.add(job, outcome)
             if buffer.due():
                 self._flush(buffer, log)
             self._ping_watchdog()
-        self._flush(buffer, log)
+        self._flush(buffer, log, final=True)
+        logs.flush()
         self.current_batch = None
         self.notifier.status(self._status("idle"))
 
-    def _flush(self, buffer: OutcomeBuffer, log: Any) -> None:
-        _, lost = buffer.flush(self.db)
+    def _flush(self, buffer: OutcomeBuffer, log: Any, final: bool = False) -> None:
+        _, lost = buffer.flush(self.db, final)
         if buffer.next_retry is not None:
             self._due_in(buffer.next_retry)
         for job_id in lost:
@@ -218,6 +220,7 @@ class Worker:
 
     def _wait(self) -> None:
         """Sleep until a hint for our queues, the next poll, a due job, or a signal."""
+        logs.flush()
         timeout = self.next_poll - time.monotonic()
         if self.next_due is not None:
             timeout = min(timeout, self.next_due - time.monotonic())

@@ -139,17 +139,18 @@ def test_no_keep_alive_pings_once_the_job_is_past_its_time_limit(
     expired: list[int] = []
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: expired.append(signum))
     try:
-        with notifier.job_in_hand():
-            signal.setitimer(signal.ITIMER_REAL, 1.0)  # the job's time limit, armed as the runner arms it
-            notify_socket.messages.clear()
-            while not expired:  # within the limit, pings keep coming (a quarter of the period apart)
-                notify_socket.drain(quiet=0.2)
-            assert len([m for m in notify_socket.messages if has("WATCHDOG", "1")(m)]) >= 5
-            notify_socket.drain(quiet=0.15)  # a ping sent just as the limit passed
-            notify_socket.messages.clear()
-            with pytest.raises(AssertionError, match="no WATCHDOG"):
-                notify_socket.wait_for(has("WATCHDOG", "1"), "WATCHDOG=1 past the limit", timeout=0.5)
+        notifier.in_job = True  # as the worker marks each job it runs
+        signal.setitimer(signal.ITIMER_REAL, 1.0)  # the job's time limit, armed as the runner arms it
+        notify_socket.messages.clear()
+        while not expired:  # within the limit, pings keep coming (a quarter of the period apart)
+            notify_socket.drain(quiet=0.2)
+        assert len([m for m in notify_socket.messages if has("WATCHDOG", "1")(m)]) >= 5
+        notify_socket.drain(quiet=0.15)  # a ping sent just as the limit passed
+        notify_socket.messages.clear()
+        with pytest.raises(AssertionError, match="no WATCHDOG"):
+            notify_socket.wait_for(has("WATCHDOG", "1"), "WATCHDOG=1 past the limit", timeout=0.5)
     finally:
+        notifier.in_job = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         notifier.close()

@@ -107,6 +107,11 @@ SELECT id, queue, handler, payload, attempts, max_attempts, time_limit,
 UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL
  WHERE batch_id = %s AND status = 'running' AND id IN ({ids});
 
+-- name: complete_batch
+-- Record that the rest of a batch finished (its failures and releases were written before).
+UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL
+ WHERE batch_id = %(batch_id)s AND status = 'running';
+
 -- name: complete_job
 -- Record one finished job (transactional handlers: in the handler's transaction).
 UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL

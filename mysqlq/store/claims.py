@@ -73,6 +73,10 @@ def complete(cur: Cursor, batch_id: int, ids: Sequence[int]) -> int:
     return execute_in(cur, "complete_jobs", ids, before=(batch_id,))
 
 
+def complete_batch(cur: Cursor, batch_id: int) -> int:
+    return execute(cur, "complete_batch", {"batch_id": batch_id})
+
+
 def complete_one(cur: Cursor, batch_id: int, job_id: int) -> int:
     return execute(cur, "complete_job", {"id": job_id, "batch_id": batch_id})
 
