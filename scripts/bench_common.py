@@ -1,0 +1,421 @@
+"""Plumbing for ``scripts/bench``: the server, fresh databases, worker processes, figures and their lines.
+
+Nothing here measures anything by itself; :mod:`bench_workloads` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import MySQLdb
+
+import mysqlq
+
+SCRIPTS = pathlib.Path(__file__).resolve().parent
+BIN = pathlib.Path(sys.executable).parent
+MYSQLQ = str(BIN / "mysqlq")
+DB_PREFIX = "mysqlq_bench_"
+PAD = "x" * 80  # payloads {"n": i, "pad": PAD} are ~100 bytes of JSON
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def payload(n: int) -> dict[str, Any]:
+    return {"n": n, "pad": PAD}
+
+
+def payload_bytes(n: int) -> bytes:
+    return json.dumps(payload(n), separators=(",", ":")).encode()
+
+
+# ---------------------------------------------------------------------------- figures
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Linear-interpolated percentile (p in 0..100) of unsorted values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * p / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def fmt(value: float) -> str:
+    """Numbers as they appear in the output: 3 significant-ish digits, no exponent."""
+    if value != value:  # NaN
+        return "nan"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+@dataclass
+class Figure:
+    """One output line: ``workload label=… metric=median metric_min=… metric_max=… …``.
+
+    ``spread`` names the metrics whose min and max are printed next to the median.
+    """
+
+    workload: str
+    labels: dict[str, str]
+    values: dict[str, list[float]] = field(default_factory=dict)
+    spread: tuple[str, ...] = ()
+
+    def add(self, **metrics: float) -> None:
+        for name, value in metrics.items():
+            self.values.setdefault(name, []).append(float(value))
+
+    def add_list(self, name: str, values: Sequence[float]) -> None:
+        self.values.setdefault(name, []).extend(float(v) for v in values)
+
+    def get(self, metric: str) -> float:
+        return median(self.values.get(metric, []))
+
+    def line(self) -> str:
+        parts = [self.workload, *(f"{k}={v}" for k, v in self.labels.items())]
+        for name, values in self.values.items():
+            parts.append(f"{name}={fmt(median(values))}")
+            if name in self.spread and len(values) > 1:
+                parts.append(f"{name}_min={fmt(min(values))}")
+                parts.append(f"{name}_max={fmt(max(values))}")
+        runs = max((len(v) for v in self.values.values()), default=0)
+        parts.append(f"runs={runs}")
+        return " ".join(parts)
+
+
+def emit(figure: Figure) -> Figure:
+    print(figure.line(), flush=True)
+    return figure
+
+
+def note(text: str) -> None:
+    """Progress and context on stderr, so stdout holds only figures and the table."""
+    print(f"# {text}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------- server and databases
+
+
+def connect_kwargs(dsn: mysqlq.Dsn, database: str | None = None) -> dict[str, Any]:
+    """mysqlclient connect() arguments for a DSN (plain JSON-able values, for bench_bare.py)."""
+    kwargs: dict[str, Any] = {"user": dsn.user}
+    if dsn.password:
+        kwargs["passwd"] = dsn.password
+    if dsn.unix_socket:
+        kwargs["unix_socket"] = dsn.unix_socket
+    else:
+        kwargs.update(host=dsn.host, port=dsn.port)
+    if database:
+        kwargs["database"] = database
+    return kwargs
+
+
+def with_database(dsn: mysqlq.Dsn, database: str) -> mysqlq.Dsn:
+    return mysqlq.Dsn(host=dsn.host, port=dsn.port, user=dsn.user, password=dsn.password, database=database,
+                      unix_socket=dsn.unix_socket)
+
+
+def dsn_url(dsn: mysqlq.Dsn) -> str:
+    """The DSN as a URL the CLI accepts (with the password: it goes on a child's command line only)."""
+    auth = urllib.parse.quote(dsn.user, safe="")
+    if dsn.password:
+        auth += ":" + urllib.parse.quote(dsn.password, safe="")
+    if dsn.unix_socket:
+        sock = urllib.parse.quote(dsn.unix_socket, safe="/")
+        return f"mysql://{auth}@localhost/{dsn.database}?unix_socket={sock}"
+    return f"mysql://{auth}@{dsn.host}:{dsn.port}/{dsn.database}"
+
+
+class Bench:
+    """The server under test, a scratch directory, and helpers every workload uses."""
+
+    def __init__(self, quick: bool, runs: int) -> None:
+        self.quick = quick
+        self.runs = runs
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="mysqlq-bench-"))
+        self.hint_dir = self.tmp / "hints"
+        self.hint_dir.mkdir(mode=0o700)
+        self.server: Any = None
+        given = os.environ.get("MYSQLQ_DSN")
+        if given:
+            self.base = mysqlq.Dsn.parse(given)
+            self.where = f"MYSQLQ_DSN ({self.base.redacted()})"
+        else:
+            sys.path.insert(0, str(SCRIPTS))
+            from private_mariadb import PrivateMariaDB
+
+            self.server = PrivateMariaDB(self.tmp / "mariadb", die_with_parent=True)
+            self.server.start()
+            self.base = mysqlq.Dsn.parse(self.server.dsn)
+            self.where = "a private mariadbd (scripts/private_mariadb.py, default server settings)"
+        self.admin = MySQLdb.connect(autocommit=True, charset="utf8mb4", **connect_kwargs(self.base))
+        self.cur = self.admin.cursor()
+        try:
+            self.cur.execute("SELECT @@transaction_isolation")
+        except MySQLdb.OperationalError:  # MariaDB before 11.1 knows only tx_isolation
+            self.cur.execute("SELECT @@tx_isolation")
+        isolation = self.cur.fetchone()[0]
+        self.cur.execute("SELECT VERSION(), @@innodb_buffer_pool_size, @@innodb_flush_log_at_trx_commit")
+        version, pool, flush = self.cur.fetchone()
+        self.server_version = str(version)
+        self.server_isolation = str(isolation).replace("-", " ")
+        self.server_info = (f"{version}, buffer pool {int(pool) >> 20} MiB, isolation {self.server_isolation}, "
+                            f"innodb_flush_log_at_trx_commit={flush}")
+        self._databases: set[str] = set()
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self._migrate = _in_process_migrate()
+
+    @property
+    def server_pid(self) -> int | None:
+        return self.server.pid if self.server is not None else None
+
+    def close(self) -> None:
+        for proc in self.processes:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for name in list(self._databases):
+            with contextlib.suppress(MySQLdb.Error):
+                self.drop(name)
+        self.admin.close()
+        if self.server is not None:
+            self.server.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def fresh(self, name: str, migrate: bool = True) -> mysqlq.Dsn:
+        """A new empty database (dropped first if left over), with mysqlq's schema when ``migrate``."""
+        database = DB_PREFIX + name
+        self.cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        self.cur.execute(f"CREATE DATABASE `{database}`")
+        self._databases.add(database)
+        dsn = with_database(self.base, database)
+        if migrate:
+            self._migrate(dsn)
+        return dsn
+
+    def drop(self, database: str) -> None:
+        self.cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        self._databases.discard(database)
+
+    def connect(self, dsn: mysqlq.Dsn) -> Any:
+        return MySQLdb.connect(autocommit=True, charset="utf8mb4", **connect_kwargs(dsn, dsn.database))
+
+    def settings(self, dsn: mysqlq.Dsn, **changes: Any) -> mysqlq.Settings:
+        """Producer settings: defaults, with the bench's own hint directory."""
+        return mysqlq.Settings(dsn=dsn, hint_dir=str(self.hint_dir), **changes)
+
+    # -------------------------------------------------------------------- workers
+
+    def workers(self, dsn: mysqlq.Dsn, k: int, *options: str, tag: str, global_options: Sequence[str] = (),
+                env: dict[str, str] | None = None) -> Workers:
+        """Start K ``mysqlq worker`` processes with default settings plus ``options``; stderr to a log file."""
+        return Workers(self, dsn, k, options, tag, global_options, env or {})
+
+    def spawn(self, args: Sequence[str], *, env: dict[str, str], log: pathlib.Path) -> subprocess.Popen[bytes]:
+        with log.open("ab") as err:
+            proc = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                    env=env)
+        self.processes.append(proc)
+        return proc
+
+    def questions(self) -> int:
+        self.cur.execute("SHOW GLOBAL STATUS LIKE 'Questions'")
+        return int(self.cur.fetchone()[1])
+
+
+def _in_process_migrate() -> Any:
+    """Migrate through the library when its internals are where we expect, else through the CLI."""
+    try:
+        from mysqlq.db import Database
+        from mysqlq.store.schema import migrate
+
+        def run(dsn: mysqlq.Dsn) -> None:
+            db = Database(dsn)
+            try:
+                db.run(lambda cur: migrate(cur, dsn.database))
+            finally:
+                db.close()
+
+        return run
+    except ImportError:
+        def cli(dsn: mysqlq.Dsn) -> None:
+            subprocess.run([MYSQLQ, "--dsn", dsn_url(dsn), "migrate"], check=True, stdout=subprocess.DEVNULL)
+
+        return cli
+
+
+def clean_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment for children: no MYSQLQ_* settings of the caller, no journal, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQLQ_") and k != "JOURNAL_STREAM"}
+    env.update(extra)
+    return env
+
+
+class Workers:
+    """K ``mysqlq worker`` processes named ``<tag>-<i>``."""
+
+    def __init__(self, bench: Bench, dsn: mysqlq.Dsn, k: int, options: Sequence[str], tag: str,
+                 global_options: Sequence[str], env: dict[str, str]) -> None:
+        self.bench = bench
+        self.dsn = dsn
+        self.options = list(options)
+        self.tag = tag
+        self.global_options = list(global_options)
+        self.env = clean_env({"MYSQLQ_HINT_DIR": str(bench.hint_dir), **env})
+        self.log = bench.tmp / f"{tag}.log"
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.started = time.perf_counter()
+        for _ in range(k):
+            self.add()
+
+    def add(self) -> str:
+        name = f"{self.tag}-{len(self.procs) + 1}"
+        args = [MYSQLQ, "--dsn", dsn_url(self.dsn), *self.global_options, "worker", "--name", name, *self.options]
+        self.procs[name] = self.bench.spawn(args, env=self.env, log=self.log)
+        return name
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs.values() if p.poll() is None]
+
+    def cpu_seconds(self) -> float:
+        """utime + stime of the live workers (all threads), from /proc/PID/stat."""
+        total = 0
+        for pid in self.pids:
+            total += proc_cpu_ticks(pid)
+        return total / CLK_TCK
+
+    def wait_registered(self, cur: Any, count: int, timeout: float = 30.0) -> None:
+        """Until ``count`` workers are in the registry (i.e. started and connected)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            cur.execute("SELECT COUNT(*) FROM mysqlq_workers")
+            if cur.fetchone()[0] >= count:
+                return
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"workers {self.tag} did not register within {timeout:g} s; see {self.log}")
+            time.sleep(0.02)
+
+    def check_alive(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None and proc.returncode not in (0, -signal.SIGKILL):
+                raise RuntimeError(f"worker {name} exited with {proc.returncode}; see {self.log}:\n"
+                                   + tail(self.log))
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM every worker and wait; SIGKILL whoever is still there after ``timeout``."""
+        live = [p for p in self.procs.values() if p.poll() is None]
+        for proc in live:
+            proc.terminate()
+        deadline = time.monotonic() + timeout
+        for proc in live:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        bad = {name: p.returncode for name, p in self.procs.items() if p.returncode not in (0, -signal.SIGKILL)}
+        if bad:
+            note(f"workers exited abnormally: {bad}; log {self.log}")
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def proc_cpu_ticks(pid: int) -> int:
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+
+
+def tail(path: pathlib.Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------- jobs in the table
+
+JOB_COLUMNS = "queue, handler, payload, status, priority, run_at, max_attempts, enqueued_at"
+JOB_VALUES = "('default', %s, %s, 'ready', 0, NOW(6), 5, NOW(6))"
+FILL_CHUNK = 1000
+
+
+def fill_jobs(cur: Any, n: int, handler: str = "bench.noop", payloads: Sequence[bytes] | None = None) -> None:
+    """Put ``n`` ready jobs in ``mysqlq_jobs``, as ``Producer.enqueue_many`` would, but in multi-row INSERTs.
+
+    (``enqueue_many`` itself is measured in W4; this is only W1's setup, kept fast.)
+    """
+    data = payloads if payloads is not None else [payload_bytes(i) for i in range(n)]
+    for start in range(0, n, FILL_CHUNK):
+        chunk = data[start : start + FILL_CHUNK]
+        params: list[Any] = []
+        for item in chunk:
+            params += [handler, item]
+        cur.execute(f"INSERT INTO mysqlq_jobs ({JOB_COLUMNS}) VALUES " + ", ".join([JOB_VALUES] * len(chunk)), params)
+
+
+def pending(cur: Any) -> bool:
+    """Is any job not finished yet? (One cheap index probe.)"""
+    cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_jobs WHERE status IN ('ready', 'running', 'scheduled'))")
+    return bool(cur.fetchone()[0])
+
+
+def wait_drained(cur: Any, workers: Workers | None, timeout: float, interval: float = 0.01) -> float:
+    """Poll until every job is finished; returns time.perf_counter() at that moment."""
+    deadline = time.monotonic() + timeout
+    while pending(cur):
+        if workers is not None:
+            workers.check_alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"jobs still pending after {timeout:g} s")
+        time.sleep(interval)
+    return time.perf_counter()
+
+
+def status_counts(cur: Any) -> dict[str, int]:
+    cur.execute("SELECT status, COUNT(*) FROM mysqlq_jobs GROUP BY status")
+    return {str(status): int(count) for status, count in cur.fetchall()}
+
+
+@contextlib.contextmanager
+def timer() -> Iterator[list[float]]:
+    """``with timer() as t: …`` then ``t[0]`` is the elapsed seconds."""
+    box: list[float] = []
+    started = time.perf_counter()
+    try:
+        yield box
+    finally:
+        box.append(time.perf_counter() - started)

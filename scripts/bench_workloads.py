@@ -1,0 +1,605 @@
+"""The workloads of BENCH.md (W1–W6) and the claim-strategy comparison, each a function of a Bench.
+
+Every function runs its workload ``bench.runs`` times, prints one line per figure as soon as it is
+known, and returns the figures (for the summary table).  Worker processes are real ``mysqlq worker``
+subprocesses with default settings except what the workload names.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import bench_bare
+from bench_common import (
+    CLK_TCK,
+    MYSQLQ,
+    SCRIPTS,
+    Bench,
+    Figure,
+    Workers,
+    clean_env,
+    connect_kwargs,
+    dsn_url,
+    emit,
+    fill_jobs,
+    note,
+    payload,
+    payload_bytes,
+    pending,
+    percentile,
+    proc_cpu_ticks,
+    status_counts,
+    timer,
+    wait_drained,
+)
+
+import mysqlq
+
+DEFAULTS = mysqlq.Settings(dsn=mysqlq.Dsn())
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big each workload is: full (BENCH.md) or --quick."""
+
+    w1_jobs: int
+    w2_seconds: float
+    w3_seconds: float
+    w4_singles: int
+    w4_bulk: int
+    w5_history: int
+    w6_jobs: int
+    strategy_jobs: int
+    strategy_jobs_batch1: int
+
+    @classmethod
+    def for_mode(cls, quick: bool) -> Sizes:
+        if quick:
+            return cls(w1_jobs=5000, w2_seconds=3, w3_seconds=10, w4_singles=1000, w4_bulk=5000,
+                       w5_history=200_000, w6_jobs=5000, strategy_jobs=3000, strategy_jobs_batch1=600)
+        return cls(w1_jobs=20_000, w2_seconds=10, w3_seconds=30, w4_singles=5000, w4_bulk=20_000,
+                   w5_history=2_000_000, w6_jobs=10_000, strategy_jobs=5000, strategy_jobs_batch1=1500)
+
+
+# ---------------------------------------------------------------------------- one drain
+
+
+@dataclass
+class Drain:
+    jobs: int
+    wall: float  # from starting the processes until every job is done
+    steady: float  # from the first claim to the last recorded outcome
+    startup: float  # from starting the processes until the first claim
+
+    @property
+    def jobs_s(self) -> float:
+        return self.jobs / self.wall
+
+    @property
+    def steady_jobs_s(self) -> float:
+        return self.jobs / self.steady if self.steady > 0 else float("nan")
+
+
+def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str] = (),
+                 global_options: Sequence[str] = (), dsn: mysqlq.Dsn | None = None) -> Drain:
+    """W1: put N jobs in the table, start K workers, time until every job is done.
+
+    With ``dsn`` the jobs go into that (existing) database, e.g. one holding history (W5).
+    """
+    own = dsn is None
+    if dsn is None:
+        dsn = bench.fresh(name)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    cur.execute("SET time_zone = '+00:00'")  # mysqlq stores UTC
+    cur.execute("SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs")
+    since = int(cur.fetchone()[0])
+    fill_jobs(cur, n)
+    started_wall = time.time()
+    started = time.perf_counter()
+    workers = bench.workers(dsn, k, *options, tag=name, global_options=global_options)
+    try:
+        ended = wait_drained(cur, workers, timeout=max(120.0, n / 50))
+    finally:
+        workers.stop()
+    cur.execute("SELECT COUNT(*), UNIX_TIMESTAMP(MIN(started_at)), UNIX_TIMESTAMP(MAX(finished_at)),"
+                " SUM(status = 'done') FROM mysqlq_jobs WHERE id > %s", (since,))
+    count, first, last, done = cur.fetchone()
+    if int(done or 0) != n or int(count) != n:
+        raise RuntimeError(f"{name}: expected {n} done jobs, found {status_counts(cur)}")
+    conn.close()
+    if own:
+        bench.drop(dsn.database)
+        workers.log.unlink(missing_ok=True)
+    return Drain(n, ended - started, float(last) - float(first), float(first) - started_wall)
+
+
+def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim: str = "update",
+               isolation: str | None = None) -> Drain:
+    """The bare-SQL reference loop: K processes of bench_bare.py on a fresh job_queue table."""
+    dsn = bench.fresh(name, migrate=False)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    bench_bare.create_table(cur)
+    bench_bare.fill(cur, [payload_bytes(i) for i in range(n)])
+    args = [sys.executable, str(SCRIPTS / "bench_bare.py"), "drain", "--conn",
+            json.dumps(connect_kwargs(dsn, dsn.database)), "--batch", str(batch), "--claim", claim]
+    if isolation:
+        args += ["--isolation", isolation]
+    started_wall = time.time()
+    started = time.perf_counter()
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, env=clean_env({})) for _ in range(k)]
+    outputs = [proc.communicate(timeout=max(120.0, n / 50))[0] for proc in procs]
+    ended = time.perf_counter()
+    if any(proc.returncode for proc in procs):
+        raise RuntimeError(f"{name}: a bare drainer failed")
+    results = [json.loads(out) for out in outputs]
+    jobs = sum(r["jobs"] for r in results)
+    cur.execute("SELECT COUNT(*) FROM job_queue WHERE status = 2")
+    if jobs != n or int(cur.fetchone()[0]) != n:
+        raise RuntimeError(f"{name}: the bare loop did {jobs} of {n} jobs")
+    first = min(r["first"] for r in results if r["first"] is not None)
+    last = max(r["last"] for r in results if r["last"] is not None)
+    conn.close()
+    bench.drop(dsn.database)
+    return Drain(n, ended - started, last - first, first - started_wall)
+
+
+# ---------------------------------------------------------------------------- W1
+
+
+def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
+    n = sizes.w1_jobs
+    mq = {k: Figure("W1", {"k": str(k), "batch": "100", "n": str(n)}, spread=("jobs_s",)) for k in (2, 4)}
+    bare = {k: Figure("W1", {"k": str(k), "batch": "100", "n": str(n), "loop": "bare"}, spread=("jobs_s",))
+            for k in (2, 4)}
+    quiet = Figure("W1", {"k": "2", "batch": "100", "n": str(n), "log_level": "warning"}, spread=("jobs_s",))
+    ratios: dict[int, list[tuple[float, float]]] = {2: [], 4: []}
+    quiet_ratio: list[float] = []
+    for run in range(bench.runs):
+        for k in (2, 4):
+            note(f"W1 run {run + 1}: K={k} mysqlq, then bare")
+            d = drain_mysqlq(bench, f"w1_k{k}_r{run}", k, n)
+            b = drain_bare(bench, f"w1b_k{k}_r{run}", k, n)
+            mq[k].add(jobs_s=d.jobs_s, steady_jobs_s=d.steady_jobs_s, startup_s=d.startup)
+            bare[k].add(jobs_s=b.jobs_s, steady_jobs_s=b.steady_jobs_s)
+            ratios[k].append((d.jobs_s / b.jobs_s, d.steady_jobs_s / b.steady_jobs_s))
+        note(f"W1 run {run + 1}: K=2 mysqlq --log-level warning")
+        q = drain_mysqlq(bench, f"w1_quiet_r{run}", 2, n, global_options=["--log-level", "warning"])
+        quiet.add(jobs_s=q.jobs_s, steady_jobs_s=q.steady_jobs_s, startup_s=q.startup)
+        quiet_ratio.append(q.jobs_s / bare[2].values["jobs_s"][-1])
+    for k in (2, 4):
+        mq[k].add_list("bare_jobs_s", bare[k].values["jobs_s"])
+        mq[k].add_list("ratio_bare", [r[0] for r in ratios[k]])
+        mq[k].add_list("ratio_bare_steady", [r[1] for r in ratios[k]])
+        mq[k].spread = ("jobs_s", "ratio_bare")
+    quiet.add_list("ratio_bare", quiet_ratio)
+    quiet.add_list("ratio_default_logging", [a / b for a, b in zip(quiet.values["jobs_s"], mq[2].values["jobs_s"],
+                                                                    strict=True)])
+    return [emit(f) for f in (mq[2], bare[2], mq[4], bare[4], quiet)]
+
+
+# ---------------------------------------------------------------------------- W2
+
+
+def w2(bench: Bench, sizes: Sizes) -> list[Figure]:
+    poll = DEFAULTS.poll_interval
+    figures = []
+    for hint in (True, False):
+        fig = Figure("W2", {"hint": "on" if hint else "off", "poll_interval_s": f"{poll:g}", "k": "2"},
+                     spread=("p50_ms", "p99_ms"))
+        for run in range(bench.runs):
+            note(f"W2 run {run + 1}: hint {'on' if hint else 'off'}, one job every 20 ms for {sizes.w2_seconds:g} s")
+            latencies = latency_run(bench, f"w2_{'hint' if hint else 'poll'}_r{run}", hint, sizes.w2_seconds)
+            fig.add(p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
+                    p99_ms=percentile(latencies, 99), max_ms=max(latencies), jobs=len(latencies))
+        figures.append(emit(fig))
+    return figures
+
+
+def latency_run(bench: Bench, name: str, hint: bool, seconds: float, interval: float = 0.02) -> list[float]:
+    dsn = bench.fresh(name)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    record = bench.tmp / f"{name}.latency"
+    record.unlink(missing_ok=True)
+    options = [] if hint else ["--no-hint"]
+    workers = bench.workers(dsn, 2, *options, tag=name, env={"MYSQLQ_BENCH_LATENCY_FILE": str(record)})
+    try:
+        workers.wait_registered(cur, 2)
+        time.sleep(1.0)  # listeners bound, first poll done: the workers are idle
+        with mysqlq.Producer(bench.settings(dsn, hint=hint)) as producer:
+            producer.enqueue("bench.noop", payload(0))  # connect (and check the schema) before timing
+            sent = 0
+            tick = time.perf_counter()
+            end = tick + seconds
+            while tick < end:
+                producer.enqueue("bench.latency", {"t": time.time()})
+                sent += 1
+                tick += interval
+                time.sleep(max(0.0, tick - time.perf_counter()))
+        wait_drained(cur, workers, timeout=DEFAULTS.poll_interval * 3 + 10)
+    finally:
+        workers.stop()
+    latencies = [float(line) for line in record.read_text().split()]
+    if len(latencies) != sent:
+        raise RuntimeError(f"{name}: {sent} jobs sent, {len(latencies)} latencies recorded")
+    conn.close()
+    bench.drop(dsn.database)
+    workers.log.unlink(missing_ok=True)
+    return latencies
+
+
+# ---------------------------------------------------------------------------- W3
+
+
+def w3(bench: Bench, sizes: Sizes, k: int = 4, settle: float = 3.0) -> list[Figure]:
+    fig = Figure("W3", {"k": str(k), "window_s": f"{sizes.w3_seconds:g}"},
+                 spread=("queries_s_per_worker", "cpu_pct_per_worker"))
+    for run in range(bench.runs):
+        note(f"W3 run {run + 1}: {k} idle workers, {sizes.w3_seconds:g} s window after {settle:g} s to settle")
+        name = f"w3_r{run}"
+        dsn = bench.fresh(name)
+        conn = bench.connect(dsn)
+        cur = conn.cursor()
+        own = -bench.questions() + bench.questions()  # what one reading adds by itself
+        workers = bench.workers(dsn, k, tag=name)
+        try:
+            workers.wait_registered(cur, k)
+            time.sleep(settle)
+            server0 = server_cpu(bench)
+            cpu0 = workers.cpu_seconds()
+            q0 = bench.questions()
+            t0 = time.perf_counter()
+            time.sleep(sizes.w3_seconds)
+            q1 = bench.questions()
+            t1 = time.perf_counter()
+            cpu1 = workers.cpu_seconds()
+            server1 = server_cpu(bench)
+            workers.check_alive()
+        finally:
+            workers.stop()
+        window = t1 - t0
+        queries = (q1 - q0 - own) / window
+        fig.add(queries_s=queries, queries_s_per_worker=queries / k,
+                cpu_pct_per_worker=100 * (cpu1 - cpu0) / window / k,
+                worker_cpu_s=(cpu1 - cpu0))
+        if server0 is not None and server1 is not None:
+            fig.add(server_cpu_pct=100 * (server1 - server0) / window)
+        conn.close()
+        bench.drop(dsn.database)
+        workers.log.unlink(missing_ok=True)
+    return [emit(fig)]
+
+
+def server_cpu(bench: Bench) -> float | None:
+    pid = bench.server_pid
+    return proc_cpu_ticks(pid) / CLK_TCK if pid else None
+
+
+# ---------------------------------------------------------------------------- W4
+
+
+def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
+    single = Figure("W4", {"mode": "single", "n": str(sizes.w4_singles)}, spread=("jobs_s", "ratio_bare"))
+    bulk = Figure("W4", {"mode": "bulk", "n": str(sizes.w4_bulk)}, spread=("jobs_s",))
+    for run in range(bench.runs):
+        note(f"W4 run {run + 1}: {sizes.w4_singles} single enqueues vs bare INSERTs, {sizes.w4_bulk} in bulk")
+        dsn = bench.fresh(f"w4_r{run}")
+        conn = bench.connect(dsn)
+        cur = conn.cursor()
+        bench_bare.create_table(cur)
+        bare_payloads = [payload_bytes(i) for i in range(sizes.w4_singles)]
+        with mysqlq.Producer(bench.settings(dsn)) as producer:
+            producer.enqueue("bench.noop", payload(0))  # connect before timing
+            bench_bare.insert_loop(cur, bare_payloads[:1])
+            with timer() as t:
+                for i in range(sizes.w4_singles):
+                    producer.enqueue("bench.noop", payload(i))
+            bare_s = bench_bare.insert_loop(cur, bare_payloads)
+            jobs = [mysqlq.Job("bench.noop", payload(i)) for i in range(sizes.w4_bulk)]
+            with timer() as tb:
+                producer.enqueue_many(jobs)
+        bulk_payloads = [payload_bytes(i) for i in range(sizes.w4_bulk)]
+        with timer() as tbb:
+            bench_bare.fill(cur, bulk_payloads)
+        single.add(jobs_s=sizes.w4_singles / t[0], bare_jobs_s=sizes.w4_singles / bare_s,
+                   ratio_bare=bare_s / t[0])
+        bulk.add(jobs_s=sizes.w4_bulk / tb[0], bare_multirow_jobs_s=sizes.w4_bulk / tbb[0],
+                 ratio_bare=tbb[0] / tb[0])
+        conn.close()
+        bench.drop(dsn.database)
+    return [emit(single), emit(bulk)]
+
+
+# ---------------------------------------------------------------------------- W5
+
+HISTORY_COLUMNS = ("queue, handler, payload, status, priority, run_at, attempts, max_attempts, batch_id, worker_id,"
+                   " worker, enqueued_at, started_at, finished_at")
+
+
+def fill_history(cur: Any, rows: int) -> None:
+    """``rows`` done jobs, by INSERT … SELECT doubling; ids and timestamps rise together (1 ms apart)."""
+    cur.execute(f"INSERT INTO mysqlq_jobs ({HISTORY_COLUMNS}) VALUES ('default', 'bench.noop', %s, 'done', 0,"
+                " NOW(6) - INTERVAL 2 HOUR, 1, 5, 1, 1, 'bench-history', NOW(6) - INTERVAL 2 HOUR,"
+                " NOW(6) - INTERVAL 2 HOUR, NOW(6) - INTERVAL 2 HOUR)", (payload_bytes(0),))
+    count = 1
+    while count < rows:
+        step = min(count, rows - count, 250_000)
+        shift = f"INTERVAL {count * 1000} MICROSECOND"
+        cur.execute(
+            f"INSERT INTO mysqlq_jobs ({HISTORY_COLUMNS}) SELECT queue, handler, payload, status, priority,"
+            f" run_at + {shift}, attempts, max_attempts, FLOOR(RAND() * 9000000000000000000), worker_id, worker,"
+            f" enqueued_at + {shift}, started_at + {shift}, finished_at + {shift}"
+            f" FROM mysqlq_jobs ORDER BY id LIMIT {step}")
+        count += step
+
+
+def purge(bench: Bench, dsn: mysqlq.Dsn, cur: Any) -> tuple[str, int]:
+    """Delete every done job: ``mysqlq purge`` when this mysqlq has it, else chunked DELETEs."""
+    cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'")
+    before = int(cur.fetchone()[0])
+    help_text = subprocess.run([MYSQLQ, "purge", "--help"], capture_output=True, text=True, check=False)
+    if help_text.returncode == 0 and "--done-older-than" in help_text.stdout:
+        subprocess.run([MYSQLQ, "--dsn", dsn_url(dsn), "purge", "--done-older-than", "0"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env({}))
+        how = "mysqlq-purge"
+    else:
+        while cur.execute("DELETE FROM mysqlq_jobs WHERE status = 'done' LIMIT 10000"):
+            pass
+        how = "delete-chunks-10000"
+    cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'")
+    return how, before - int(cur.fetchone()[0])
+
+
+def w5(bench: Bench, sizes: Sizes, k: int = 2) -> list[Figure]:
+    n = sizes.w1_jobs
+    history = sizes.w5_history
+    empty = Figure("W5", {"history": "0", "k": str(k), "n": str(n)}, spread=("jobs_s",))
+    full = Figure("W5", {"history": str(history), "k": str(k), "n": str(n)}, spread=("jobs_s", "ratio_empty"))
+    purged = Figure("W5", {"history": "purged", "k": str(k), "n": str(n)}, spread=("jobs_s", "ratio_empty"))
+    dsn = bench.fresh("w5_history")
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    note(f"W5: filling {history} done rows")
+    with timer() as tf:
+        fill_history(cur, history)
+    fill_fig = Figure("W5", {"step": "fill", "rows": str(history)})
+    fill_fig.add(seconds=tf[0])
+    for run in range(bench.runs):
+        note(f"W5 run {run + 1}: K={k} drain on an empty table, then with {history} done rows")
+        e = drain_mysqlq(bench, f"w5_empty_r{run}", k, n)
+        f = drain_mysqlq(bench, f"w5_full_r{run}", k, n, dsn=dsn)
+        empty.add(jobs_s=e.jobs_s, steady_jobs_s=e.steady_jobs_s)
+        full.add(jobs_s=f.jobs_s, steady_jobs_s=f.steady_jobs_s, ratio_empty=f.jobs_s / e.jobs_s,
+                 ratio_empty_steady=f.steady_jobs_s / e.steady_jobs_s)
+    note("W5: purging the done rows")
+    with timer() as tp:
+        how, deleted = purge(bench, dsn, cur)
+    purge_fig = Figure("W5", {"step": "purge", "how": how, "rows": str(deleted)})
+    purge_fig.add(seconds=tp[0], rows_s=deleted / tp[0])
+    for run in range(bench.runs):
+        note(f"W5 run {run + 1}: K={k} drain after the purge")
+        p = drain_mysqlq(bench, f"w5_purged_r{run}", k, n, dsn=dsn)
+        base = empty.values["jobs_s"][run]
+        purged.add(jobs_s=p.jobs_s, steady_jobs_s=p.steady_jobs_s, ratio_empty=p.jobs_s / base,
+                   ratio_empty_steady=p.steady_jobs_s / empty.values["steady_jobs_s"][run])
+    conn.close()
+    bench.drop(dsn.database)
+    return [emit(f) for f in (fill_fig, empty, full, purge_fig, purged)]
+
+
+# ---------------------------------------------------------------------------- W6
+
+STRIDE = 1000.0  # seconds: W6 job i carries t = T0 - i*STRIDE, so bench.latency records i*1e6 ms + its delay
+
+
+def w6(bench: Bench, sizes: Sizes, k: int = 3) -> list[Figure]:
+    """Recovery: K workers drain bench.latency jobs; a fifth into the drain one of them is caught holding
+    a claim (SIGSTOP, read its running jobs, SIGKILL) and killed.
+
+    ``recovery_s``: from the kill until every job it held is claimed by another worker; ``done_s``: until
+    they are done; ``lost``: jobs of the round not done at the end (must be 0); ``ran_twice``: jobs whose
+    handler ran more than once (each job's payload ``t`` encodes its index, which bench.latency's record
+    gives back); ``reclaimed_jobs``: jobs with attempts > 1.  Each setting kills the reaper leader and
+    another worker alternately (a replacement worker is started after each round), with the process-list
+    check on (defaults) and off (``--lease 10 --heartbeat-interval 2``: recovery then waits for the lease).
+    """
+    figures = []
+    for check in (True, False):
+        options = [] if check else ["--no-processlist-check", "--lease", "10", "--heartbeat-interval", "2"]
+        beat = DEFAULTS.heartbeat_interval if check else 2.0
+        labels = {"processlist_check": "on" if check else "off", "k": str(k), "n": str(sizes.w6_jobs)}
+        if not check:
+            labels.update(lease_s="10", heartbeat_s="2")
+        by_victim = {v: Figure("W6", {**labels, "victim": v}, spread=("recovery_s",)) for v in ("other", "leader")}
+        recovery_run(bench, sizes, check, options, beat, k, by_victim)
+        figures += [emit(by_victim["other"]), emit(by_victim["leader"])]
+    return figures
+
+
+def recovery_run(bench: Bench, sizes: Sizes, check: bool, options: list[str], beat: float, k: int,
+                 figures: dict[str, Figure]) -> None:
+    name = f"w6_{'plist' if check else 'lease'}"
+    dsn = bench.fresh(name)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    record = bench.tmp / f"{name}.latency"
+    workers = bench.workers(dsn, k, *options, tag=name, env={"MYSQLQ_BENCH_LATENCY_FILE": str(record)})
+    settings = bench.settings(dsn)
+    n = sizes.w6_jobs
+    rounds = [v for _ in range(bench.runs) for v in ("other", "leader")]
+    try:
+        workers.wait_registered(cur, k)
+        # Right after a server (re)start the reaper ignores the process list for two heartbeats
+        # (+1 s): long-running workers on a long-running server are the case measured here.
+        settle = 2 * beat + 2 - server_uptime(cur)
+        if settle > 0:
+            note(f"W6 {name}: waiting {settle:.0f} s until the server has been up for two heartbeats")
+            time.sleep(settle)
+        for index, victim_kind in enumerate(rounds):
+            note(f"W6 {name} round {index + 1}/{len(rounds)}: kill -9 the {victim_kind} worker holding a claim")
+            base = index * n
+            t0 = time.time()
+            cur.execute("SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs")
+            since = int(cur.fetchone()[0])
+            fill_jobs(cur, n, "bench.latency",
+                      [json.dumps({"t": t0 - (base + i) * STRIDE}).encode() for i in range(n)])
+            mysqlq.notify(settings, ["default"])
+            victim = pick_victim(cur, workers, dsn.database, victim_kind)
+            wait_done(cur, since, n // 5)  # well into the drain, not at its first claim
+            held, killed_at = kill_holding(cur, workers, victim)
+            reclaimed = done = None
+            held_list = sorted(held)
+            marks = ", ".join(["%s"] * len(held_list))
+            deadline = time.monotonic() + 120
+            while done is None:
+                cur.execute(f"SELECT SUM(worker <> %s), SUM(status = 'done' AND worker <> %s) FROM mysqlq_jobs"
+                            f" WHERE id IN ({marks})", (victim, victim, *held_list))
+                moved, finished = (int(x or 0) for x in cur.fetchone())
+                now = time.perf_counter()
+                if reclaimed is None and moved == len(held_list):
+                    reclaimed = now - killed_at
+                if finished == len(held_list):
+                    done = now - killed_at
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name}: the killed worker's jobs were not re-run within 120 s")
+                time.sleep(0.02)
+            wait_drained(cur, workers, timeout=120)
+            cur.execute("SELECT COUNT(*), SUM(status = 'done'), SUM(attempts > 1) FROM mysqlq_jobs WHERE id > %s",
+                        (since,))
+            total, ok, again = (int(x or 0) for x in cur.fetchone())
+            runs = executions(record, base, n)
+            figures[victim_kind].add(recovery_s=reclaimed or 0.0, done_s=done, held=len(held_list),
+                                     lost=n - ok + (total - n), not_run=sum(1 for c in runs if c == 0),
+                                     ran_twice=sum(1 for c in runs if c > 1), reclaimed_jobs=again)
+            workers.add()  # a replacement, so the next round has K again
+            workers.wait_registered(cur, k)
+    finally:
+        workers.stop()
+    conn.close()
+    bench.drop(dsn.database)
+    workers.log.unlink(missing_ok=True)
+
+
+def executions(record: Any, base: int, n: int) -> list[int]:
+    """How many times each job of this round ran, decoded from bench.latency's records."""
+    counts: collections.Counter[int] = collections.Counter()
+    for line in record.read_text().split():
+        with contextlib.suppress(ValueError):
+            counts[math.floor(float(line) / (STRIDE * 1000))] += 1
+    return [counts[base + i] for i in range(n)]
+
+
+def server_uptime(cur: Any) -> float:
+    cur.execute("SHOW GLOBAL STATUS LIKE 'Uptime'")
+    return float(cur.fetchone()[1])
+
+
+def wait_done(cur: Any, since: int, count: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE id > %s AND status = 'done'", (since,))
+        if int(cur.fetchone()[0]) >= count:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"fewer than {count} jobs done after {timeout:g} s")
+        time.sleep(0.01)
+
+
+def reaper_lock(database: str) -> str:
+    try:
+        from mysqlq.store.schema import lock_name
+
+        return str(lock_name("reaper", database))
+    except ImportError:
+        return "mysqlq:reaper:" + hashlib.sha1(database.encode()).hexdigest()[:20]
+
+
+def pick_victim(cur: Any, workers: Workers, database: str, kind: str) -> str:
+    """The name of the live worker holding the reaper lock (``leader``) or of another live one."""
+    live = {name for name, proc in workers.procs.items() if proc.poll() is None}
+    deadline = time.monotonic() + 30
+    while True:
+        cur.execute("SELECT name FROM mysqlq_workers WHERE connection_id = IS_USED_LOCK(%s)", (reaper_lock(database),))
+        row = cur.fetchone()
+        leader = str(row[0]) if row else None
+        if leader in live:
+            if kind == "leader":
+                return leader
+            return sorted(live - {leader})[0]
+        if time.monotonic() > deadline:
+            raise RuntimeError("no reaper leader among the live workers after 30 s")
+        time.sleep(0.05)
+
+
+def kill_holding(cur: Any, workers: Workers, victim: str, timeout: float = 30.0) -> tuple[set[int], float]:
+    """Freeze the victim until it is caught holding a claim, note the jobs it holds, then SIGKILL it."""
+    pid = workers.procs[victim].pid
+    deadline = time.monotonic() + timeout
+    while True:
+        os.kill(pid, signal.SIGSTOP)
+        cur.execute("SELECT id FROM mysqlq_jobs WHERE worker = %s AND status = 'running'", (victim,))
+        held = {int(row[0]) for row in cur.fetchall()}
+        if held:
+            os.kill(pid, signal.SIGKILL)
+            killed_at = time.perf_counter()
+            workers.procs[victim].wait()
+            return held, killed_at
+        os.kill(pid, signal.SIGCONT)
+        if time.monotonic() > deadline or not pending(cur):
+            raise RuntimeError(f"worker {victim} never held a claim")
+        time.sleep(0.005)
+
+
+# ---------------------------------------------------------------------------- strategies
+
+
+def strategies(bench: Bench, sizes: Sizes, k: int = 2) -> list[Figure]:
+    """W1 K=2 for each claim strategy, isolation level, outcome-write mode and batch size."""
+    n, n1 = sizes.strategy_jobs, sizes.strategy_jobs_batch1
+    server = bench.server_isolation
+    other = "READ COMMITTED" if server == "REPEATABLE READ" else "REPEATABLE READ"
+    rr = server.lower().replace(" ", "-")
+    rc = other.lower().replace(" ", "-")
+    # (dimensions, worker options, jobs, bare-loop variant)
+    configs: list[tuple[dict[str, str], list[str], int, dict[str, Any]]] = [
+        ({"claim": "update", "isolation": rr, "flush": "grouped", "batch": "100"}, [], n, {}),
+        ({"claim": "skip-locked", "isolation": rr, "flush": "grouped", "batch": "100"}, ["--claim", "skip-locked"], n,
+         {"claim": "skip-locked"}),
+        ({"claim": "update", "isolation": rc, "flush": "grouped", "batch": "100"}, ["--isolation", other], n,
+         {"isolation": other}),
+        ({"claim": "update", "isolation": rr, "flush": "per-job", "batch": "100"}, ["--flush-interval", "0"], n, {}),
+        ({"claim": "update", "isolation": rr, "flush": "grouped", "batch": "10"}, ["--batch-size", "10"], n,
+         {"batch": 10}),
+        ({"claim": "update", "isolation": rr, "flush": "grouped", "batch": "1"}, ["--batch-size", "1"], n1,
+         {"batch": 1}),
+    ]
+    figures = [Figure("S", {**dims, "k": str(k), "n": str(jobs)}, spread=("steady_jobs_s",))
+               for dims, _, jobs, _ in configs]
+    bare_runs: dict[str, list[Drain]] = {}
+    for run in range(bench.runs):
+        for index, (dims, options, jobs, bare) in enumerate(configs):
+            note(f"strategies run {run + 1}: {' '.join(f'{k}={v}' for k, v in dims.items())}")
+            d = drain_mysqlq(bench, f"s{index}_r{run}", k, jobs, options)
+            bare_key = json.dumps(bare, sort_keys=True)
+            done = bare_runs.setdefault(bare_key, [])
+            if len(done) <= run:  # one bare run per distinct bare configuration and run
+                done.append(drain_bare(bench, f"s{index}b_r{run}", k, jobs, **bare))
+            b = done[run]
+            figures[index].add(jobs_s=d.jobs_s, steady_jobs_s=d.steady_jobs_s, bare_steady_jobs_s=b.steady_jobs_s,
+                               ratio_bare_steady=d.steady_jobs_s / b.steady_jobs_s)
+    out = [emit(fig) for fig in figures]
+    return out
