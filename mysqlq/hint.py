@@ -40,31 +40,56 @@ def _prefix(settings: Settings) -> str:
     return hashlib.sha1(settings.dsn.identity.encode()).hexdigest()[:12]
 
 
-def notify(settings: Settings, queues: Iterable[str], delay: float = 0.0) -> int:
-    """Wake the workers of this database on this host; returns how many sockets were reached."""
-    if not settings.hint:
-        return 0
-    folder = hint_dir(settings)
-    prefix = _prefix(settings) + "."
-    messages = [f"{queue}\n{delay:.6f}".encode() for queue in set(queues)]
-    reached = 0
-    try:
-        entries = [entry.path for entry in os.scandir(folder) if entry.name.startswith(prefix)]
-    except OSError:
-        return 0
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
-        sender.setblocking(False)
-        for path in entries:
+class Sender:
+    """A producer's end of the hint channel: where to send, worked out once and kept."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.enabled = settings.hint
+        self.folder = hint_dir(settings)
+        self.prefix = _prefix(settings) + "."
+        self._sock: socket.socket | None = None
+
+    def notify(self, queues: Iterable[str], delay: float = 0.0) -> int:
+        """Wake the workers of this database on this host; returns how many sockets were reached."""
+        if not self.enabled:
+            return 0
+        try:
+            paths = [entry.path for entry in os.scandir(self.folder) if entry.name.startswith(self.prefix)]
+        except OSError:
+            return 0
+        if not paths:
+            return 0
+        if self._sock is None:
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self._sock.setblocking(False)
+        messages = [f"{queue}\n{delay:.6f}".encode() for queue in set(queues)]
+        reached = 0
+        for path in paths:
             try:
                 for message in messages:
-                    sender.sendto(message, path)
+                    self._sock.sendto(message, path)
                 reached += 1
             except OSError as exc:
                 if exc.errno == errno.ECONNREFUSED:  # the worker died without cleaning up
                     with contextlib.suppress(OSError):
                         os.unlink(path)
                 # EAGAIN: its buffer is full of hints it has not read yet; it is awake anyway.
-    return reached
+        return reached
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+def notify(settings: Settings, queues: Iterable[str], delay: float = 0.0) -> int:
+    """Wake the workers of this database on this host (after your own commit); returns how many
+    sockets were reached. Never raises and never blocks."""
+    sender = Sender(settings)
+    try:
+        return sender.notify(queues, delay)
+    finally:
+        sender.close()
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def utc_naive(moment: datetime) -> datetime:
     return moment
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ClaimedJob:
     """A job as a worker holds it after a claim."""
 

@@ -15,7 +15,7 @@ from .store import claims
 MAX_ERROR_CHARS = 60_000
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Outcome:
     """``done``, ``failed`` (retry if attempts are left) or ``dead`` (never retried)."""
 

@@ -42,6 +42,7 @@ class Producer:
             settings = Settings(dsn=Dsn.parse(dsn)) if dsn else Settings()
         self.settings = settings
         self.db = Database(settings.dsn, retry=CLI_RETRY, on_connect=self._on_connect)
+        self.hints = hint.Sender(settings)
 
     def _on_connect(self, conn: Connection) -> None:
         with conn.cursor() as cur:
@@ -64,7 +65,7 @@ class Producer:
         job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit)
         row = job.row(self.settings)
         job_id = self.db.run(lambda cur: store.insert_job(cur, row))
-        hint.notify(self.settings, [queue], delay)
+        self.hints.notify((queue,), delay)
         return job_id
 
     def enqueue_many(self, jobs: Iterable[Job], progress: Callable[[int], object] | None = None) -> int:
@@ -75,7 +76,7 @@ class Producer:
         batch = list(jobs)
         rows = [job.row(self.settings) for job in batch]
         inserted = self.db.run(lambda cur: self._insert_all(cur, rows, progress))
-        hint.notify(self.settings, {job.queue for job in batch})
+        self.hints.notify({job.queue for job in batch})
         return inserted
 
     def _insert_all(self, cur: Cursor, rows: list[tuple[Any, ...]], progress: Callable[[int], object] | None) -> int:
@@ -110,10 +111,11 @@ class Producer:
             conn.rollback()
             raise
         if tx.queues:
-            hint.notify(self.settings, tx.queues)
+            self.hints.notify(tx.queues)
 
     def close(self) -> None:
         self.db.close()
+        self.hints.close()
 
     def __enter__(self) -> Producer:
         return self

@@ -7,8 +7,8 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import MySQLdb
@@ -22,31 +22,30 @@ from .jobs import ClaimedJob
 from .outcomes import Outcome
 from .store import claims
 
-_alarm_installed = False
-
 
 def _raise_timeout(signum: int, frame: object) -> None:
     raise JobTimeout()
 
 
-@contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise JobTimeout in the running handler after ``seconds`` (SIGALRM: main thread only).
+class Alarm:
+    """The per-job time limit: SIGALRM raises JobTimeout in the running handler.
 
-    The signal handler is installed once per process; each job only arms and disarms the timer.
+    The handler is installed once; each job only arms and disarms the timer. Signals reach only
+    the main thread, so elsewhere (a worker embedded in a thread) limits are not enforced.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    global _alarm_installed
-    if not _alarm_installed:
-        signal.signal(signal.SIGALRM, _raise_timeout)
-        _alarm_installed = True
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def __init__(self) -> None:
+        self.enabled = threading.current_thread() is threading.main_thread()
+        if self.enabled:
+            signal.signal(signal.SIGALRM, _raise_timeout)
+
+    def arm(self, seconds: float) -> None:
+        if self.enabled:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def disarm(self) -> None:
+        if self.enabled:
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def describe(exc: BaseException) -> str:
@@ -63,6 +62,7 @@ class Runner:
         self.registry = registry
         self.log = log
         self.conn = conn  # the worker's connection, for transactional handlers
+        self.alarm = Alarm()
 
     def run(self, job: ClaimedJob, batch_id: int) -> Outcome:
         started = time.monotonic()
@@ -84,10 +84,13 @@ class Runner:
             conn=self.conn() if transactional else None, base_log=self.log,
         )
         try:
-            with time_limit(limit):
+            self.alarm.arm(limit)
+            try:
                 if transactional:
                     return self._run_in_transaction(func, payload, ctx, batch_id, started)
                 func(payload, ctx)
+            finally:
+                self.alarm.disarm()
         except JobTimeout:
             return Outcome("failed", time.monotonic() - started, f"JobTimeout: ran past its time limit of {limit:g}s")
         except Exception as exc:

@@ -43,12 +43,16 @@ VALUES
 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 
 -- name: insert_jobs
--- Enqueue many jobs in multi-row INSERTs; rows whose dedupe key exists are skipped.
+-- Enqueue many jobs in one multi-row INSERT ({rows}: a job_values row per job); rows whose
+-- dedupe key exists are skipped.
 INSERT INTO mysqlq_jobs
   (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key)
-VALUES
-  (%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s)
+VALUES {rows}
 ON DUPLICATE KEY UPDATE id = id;
+
+-- name: job_values
+-- One row of insert_jobs.
+(%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s)
 
 -- ---------------------------------------------------------------- claim
 
@@ -69,20 +73,21 @@ UPDATE mysqlq_jobs SET status = 'ready'
 
 -- name: claim_batch
 -- Claim (seed 001, method 4): mark up to N ready jobs of a queue as ours under a fresh batch_id.
--- The index is forced: with few rows the optimizer may pick (status, run_at) plus a filesort,
--- which reads every ready row of every queue.
+-- The index is forced (with few rows the optimizer may pick (status, run_at) plus a filesort
+-- over every ready row), and ORDER BY names its equality columns too, which keeps the plan an
+-- ordered index walk even on a session whose collation differs from the table's.
 UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
    SET status = 'running', batch_id = %(batch_id)s, worker_id = %(worker_id)s, worker = %(worker)s,
        attempts = attempts + 1, started_at = NOW(6), finished_at = NULL,
        lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
  WHERE queue = %(queue)s AND status = 'ready'
- ORDER BY priority, id LIMIT %(limit)s;
+ ORDER BY queue, status, priority, id LIMIT %(limit)s;
 
 -- name: lock_ready_skip_locked
 -- Claim, SKIP LOCKED variant, step 1 (in a transaction): lock the next ready jobs nobody else holds.
 SELECT id FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
  WHERE queue = %(queue)s AND status = 'ready'
- ORDER BY priority, id LIMIT %(limit)s
+ ORDER BY queue, status, priority, id LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED;
 
 -- name: claim_ids

@@ -19,7 +19,8 @@ def insert_job(cur: Cursor, row: Sequence[Any]) -> int:
 
 
 def insert_jobs(cur: Cursor, rows: Sequence[Sequence[Any]]) -> int:
-    """Insert many jobs in multi-row INSERTs; returns how many were new."""
+    """Insert many jobs in one multi-row INSERT; returns how many were new."""
     if not rows:
         return 0
-    return int(cur.executemany(query("insert_jobs"), rows) or 0)
+    statement = query("insert_jobs").replace("{rows}", ",".join([query("job_values")] * len(rows)))
+    return int(cur.execute(statement, [value for row in rows for value in row]))
