@@ -475,6 +475,8 @@ def recovery_run(bench: Bench, sizes: Sizes, check: bool, options: list[str], be
                 if finished == len(held_list):
                     done = now - killed_at
                 if time.monotonic() > deadline:
+                    tail = workers.log.read_text(errors="replace").splitlines()[-60:] if workers.log.exists() else []
+                    note("\n".join([f"# last lines of {workers.log.name}:", *tail]))
                     raise RuntimeError(f"{name}: the killed worker's jobs were not re-run within 120 s")
                 time.sleep(0.02)
             wait_drained(cur, workers, timeout=120)
