@@ -42,6 +42,10 @@ class Heartbeat:
         self.leader = False  # named locks die with the connection
         with conn.cursor() as cur:
             self.server_started = time.monotonic() - store.server_uptime(cur)
+            if self.worker_id:
+                # A new connection id: record it now, not at the next beat, or the leader would
+                # meanwhile find our old id gone from the process list and take us for dead.
+                store.heartbeat(cur, self.worker_id)
 
     def register(self) -> int:
         """Register (before the first claim) and release what earlier lives of this name held."""
@@ -130,6 +134,7 @@ class Heartbeat:
         settled = time.monotonic() - self.server_started > 2 * settings.heartbeat_interval + 1
         check = settings.processlist_check and settled
         dead = self.db.run(lambda cur: store.dead_workers(cur, settings.lease, check))
+        names = self.db.run(lambda cur: store.names(cur, dead)) if dead else {}
         self._reaps += 1
         sweep = self._reaps % EXPIRED_SWEEP_EVERY == 0
         if not dead and not sweep:
@@ -138,7 +143,8 @@ class Heartbeat:
         if dead:
             self.db.run(lambda cur: store.forget(cur, dead))
         if reaped or dead:
-            self.log.warning("reaper.reaped", jobs=reaped, dead_workers=dead)
+            self.log.warning("reaper.reaped", jobs=reaped, dead_workers=",".join(
+                f"{names.get(worker_id, '?')}#{worker_id}" for worker_id in dead))
         if reaped:
             self.on_reaped(reaped)
         return reaped

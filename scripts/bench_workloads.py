@@ -475,8 +475,16 @@ def recovery_run(bench: Bench, sizes: Sizes, check: bool, options: list[str], be
                 if finished == len(held_list):
                     done = now - killed_at
                 if time.monotonic() > deadline:
-                    tail = workers.log.read_text(errors="replace").splitlines()[-60:] if workers.log.exists() else []
-                    note("\n".join([f"# last lines of {workers.log.name}:", *tail]))
+                    lines = workers.log.read_text(errors="replace").splitlines() if workers.log.exists() else []
+                    routine = ("job.done", "batch.claimed")
+                    note("\n".join([f"# {workers.log.name}, all but routine lines:",
+                                    *[line for line in lines if not any(r in line for r in routine)]]))
+                    cur.execute(f"SELECT id, status, worker, worker_id, batch_id, attempts, lease_until"
+                                f" FROM mysqlq_jobs"
+                                f" WHERE id IN ({marks}) LIMIT 5", tuple(held_list))
+                    note(f"# held jobs now: {cur.fetchall()}")
+                    cur.execute("SELECT id, name, pid, connection_id, heartbeat_at FROM mysqlq_workers")
+                    note(f"# registry: {cur.fetchall()}; victim {victim} pid {workers.procs[victim].pid}")
                     raise RuntimeError(f"{name}: the killed worker's jobs were not re-run within 120 s")
                 time.sleep(0.02)
             wait_drained(cur, workers, timeout=120)

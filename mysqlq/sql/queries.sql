@@ -176,6 +176,10 @@ SELECT id FROM mysqlq_workers
  WHERE heartbeat_at < NOW(6) - INTERVAL %(stale_us)s MICROSECOND
     OR (%(check_processlist)s AND connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST));
 
+-- name: worker_names
+-- Names of registered workers, by id.
+SELECT id, name FROM mysqlq_workers WHERE id IN ({ids});
+
 -- name: reap_jobs
 -- Running jobs of dead workers (and, with the flag, with an expired lease or no worker row) go back
 -- to ready; those that used up their attempts this way (poison jobs) end dead.

@@ -37,6 +37,12 @@ def dead_workers(cur: Cursor, stale: float, check_processlist: bool) -> list[int
     return [int(row[0]) for row in cur.fetchall()]
 
 
+def names(cur: Cursor, worker_ids: Sequence[int]) -> dict[int, str]:
+    """Registry names of these workers (for the reaper's log line)."""
+    execute_in(cur, "worker_names", worker_ids)
+    return {int(row[0]): str(row[1]) for row in cur.fetchall()}
+
+
 def reap(cur: Cursor, worker_ids: Sequence[int], expired: bool) -> int:
     """Return running jobs of these workers (and, with ``expired``, of lapsed leases) to ready."""
     return execute_in(cur, "reap_jobs", worker_ids, expired)
