@@ -35,6 +35,7 @@ class Heartbeat:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="mysqlq-heartbeat", daemon=True)
         self._reaps = 0
+        self._missing: dict[int, object] = {}  # workers whose connection vanished, by last heartbeat
         self._lock = lock_name("reaper", settings.dsn.database)
         self.retention = Retention(settings, self.db, log)  # the leader's other chore
 
@@ -129,11 +130,17 @@ class Heartbeat:
     def reap(self) -> int:
         """Give the claims of dead workers back (and, every few runs, those of lapsed leases)."""
         settings = self.settings
-        # Right after a server restart the other workers have not yet re-registered their new
-        # connection ids: do not judge them by the process list until they have had two beats.
-        settled = time.monotonic() - self.server_started > 2 * settings.heartbeat_interval + 1
-        check = settings.processlist_check and settled
-        dead = self.db.run(lambda cur: store.dead_workers(cur, settings.lease, check))
+        # Connection ids recorded before the server's last start mean nothing; the uptime is read
+        # inside the unit, so that a reconnection during it (a restart) is taken into account.
+        found = self.db.run(lambda cur: store.dead_workers(
+            cur, settings.lease, settings.processlist_check, time.monotonic() - self.server_started))
+        # A vanished connection counts once seen twice with the same heartbeat: a live worker
+        # whose connection was just replaced beats again (it does so on reconnecting), a dead one
+        # cannot. Stale heartbeats need no second look.
+        missing = {worker_id: beat for worker_id, beat, stale in found if not stale}
+        dead = [worker_id for worker_id, beat, stale in found
+                if stale or self._missing.get(worker_id, object()) == beat]
+        self._missing = missing
         names = self.db.run(lambda cur: store.names(cur, dead)) if dead else {}
         self._reaps += 1
         sweep = self._reaps % EXPIRED_SWEEP_EVERY == 0

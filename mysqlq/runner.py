@@ -15,8 +15,8 @@ import MySQLdb
 
 from .config import Settings
 from .context import JobContext
-from .db import Connection
-from .errors import HandlerLoadError, HandlerNotFound, JobTimeout
+from .db import Connection, is_transient
+from .errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout
 from .handlers import Registry, declared_time_limit, is_transactional
 from .jobs import ClaimedJob
 from .outcomes import Outcome
@@ -94,6 +94,9 @@ class Runner:
         except JobTimeout:
             return Outcome("failed", time.monotonic() - started, f"JobTimeout: ran past its time limit of {limit:g}s")
         except Exception as exc:
+            if transactional and (is_transient(exc) or isinstance(exc, DatabaseUnavailable)):
+                # The database, not the job, failed: give the job back without spending an attempt.
+                return Outcome("release", time.monotonic() - started, describe(exc))
             return Outcome("failed", time.monotonic() - started, describe(exc))
         return Outcome("done", time.monotonic() - started)
 

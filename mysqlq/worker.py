@@ -178,6 +178,13 @@ class Worker:
             self.notifier.in_job = True  # the keep-alive thread feeds the watchdog meanwhile
             outcome = self.runner.run(job, batch_id)
             self.notifier.in_job = False
+            if outcome.kind == "release":
+                # The connection failed under a transactional handler: reconnect (waiting for the
+                # server if need be) and give this job and the rest of the batch back, unspent.
+                log.warning("batch.interrupted", job_id=job.id, error=(outcome.error or "").split("\n", 1)[0])
+                self.db.close()
+                self._release(batch_id, jobs[index:], buffer)
+                break
             self._log_outcome(log, job, outcome)
             buffer.add(job, outcome)
             if buffer.due():

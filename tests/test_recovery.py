@@ -40,6 +40,21 @@ def test_every_write_of_a_claim_that_was_taken_over_changes_nothing(qdb: QueueDB
     ]
 
 
+def test_a_connection_id_from_before_the_servers_start_is_not_trusted(qdb: QueueDB) -> None:
+    # A worker that last beat 5 s ago, through a connection the server no longer has.
+    qdb.query("""INSERT INTO mysqlq_workers (name, host, pid, connection_id, queues, started_at, heartbeat_at)
+                 VALUES ('w', 'h', 1, 4000000000, 'default', NOW(6), NOW(6) - INTERVAL 5 SECOND)""")
+    conn = qdb.connect()
+    with conn.cursor() as cur:
+        # The server has been up for a minute: that connection died, so the worker did.
+        assert registry.dead_workers(cur, stale=60, check_processlist=True, uptime=60) != []
+        # The server restarted 2 s ago: the id is from its previous life; only the lease may judge.
+        assert registry.dead_workers(cur, stale=60, check_processlist=True, uptime=2) == []
+        assert registry.dead_workers(cur, stale=60, check_processlist=False, uptime=60) == []
+        assert registry.dead_workers(cur, stale=4, check_processlist=False, uptime=2) != []  # stale heartbeat
+    conn.close()
+
+
 def test_workers_register_and_the_cli_lists_what_they_hold(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         producer.enqueue("test.sleep", {"seconds": 2})
@@ -79,10 +94,9 @@ def kill_when_running(qdb: QueueDB, proc_index: int = 0) -> int:
 def test_kill_9_is_caught_by_the_process_list_within_seconds(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         ids = [producer.enqueue("test.sleep", {"seconds": 0.2}) for _ in range(4)]
-    # A short heartbeat only shortens the wait after the test server's own start (see Heartbeat.reap).
-    qdb.worker("--name", "victim", "--batch-size", "4", "--heartbeat-interval", "2")
+    qdb.worker("--name", "victim", "--batch-size", "4")
     kill_when_running(qdb)
-    qdb.worker("--name", "rescuer", "--heartbeat-interval", "2")
+    qdb.worker("--name", "rescuer")
     # The lease is 60 s: finishing well before it proves the dead connection was noticed.
     qdb.wait_for(lambda: all(job_status(qdb, i) == "done" for i in ids), timeout=20, what="the jobs to be rescued")
     assert set(qdb.scalar("SELECT GROUP_CONCAT(DISTINCT worker) FROM mysqlq_jobs").split(",")) == {"rescuer"}

@@ -171,10 +171,16 @@ SELECT id FROM mysqlq_workers WHERE name = %(name)s AND host = %(host)s AND id <
 SHOW GLOBAL STATUS LIKE 'Uptime';
 
 -- name: dead_workers
--- Workers whose heartbeat is stale or (when checked) whose connection no longer exists.
-SELECT id FROM mysqlq_workers
+-- Workers whose heartbeat is stale (stale = 1), or, when checked, whose connection no longer
+-- exists (stale = 0; the caller confirms those on a second look). A beat writes heartbeat_at and
+-- connection_id together, so an id is only trusted if it was written since the server started:
+-- after a restart, a worker still reconnecting is judged by its lease.
+SELECT id, heartbeat_at, heartbeat_at < NOW(6) - INTERVAL %(stale_us)s MICROSECOND AS stale
+  FROM mysqlq_workers
  WHERE heartbeat_at < NOW(6) - INTERVAL %(stale_us)s MICROSECOND
-    OR (%(check_processlist)s AND connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST));
+    OR (%(check_processlist)s
+        AND heartbeat_at > NOW(6) - INTERVAL %(uptime_us)s MICROSECOND
+        AND connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST));
 
 -- name: worker_names
 -- Names of registered workers, by id.

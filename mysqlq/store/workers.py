@@ -32,9 +32,11 @@ def previous_lives(cur: Cursor, worker_id: int, name: str, host: str) -> list[in
     return [int(row[0]) for row in cur.fetchall()]
 
 
-def dead_workers(cur: Cursor, stale: float, check_processlist: bool) -> list[int]:
-    execute(cur, "dead_workers", {"stale_us": round(stale * 1e6), "check_processlist": check_processlist})
-    return [int(row[0]) for row in cur.fetchall()]
+def dead_workers(cur: Cursor, stale: float, check_processlist: bool, uptime: float) -> list[tuple[int, Any, bool]]:
+    """(id, heartbeat_at, stale) of workers with a stale heartbeat or a vanished connection."""
+    params = {"stale_us": round(stale * 1e6), "check_processlist": check_processlist, "uptime_us": round(uptime * 1e6)}
+    execute(cur, "dead_workers", params)
+    return [(int(row[0]), row[1], bool(row[2])) for row in cur.fetchall()]
 
 
 def names(cur: Cursor, worker_ids: Sequence[int]) -> dict[int, str]:
