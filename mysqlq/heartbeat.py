@@ -17,6 +17,7 @@ from .store import workers as store
 from .store.schema import lock_name
 
 EXPIRED_SWEEP_EVERY = 5  # reaper runs; the lease-expiry sweep is the slow path
+CONFIRM_AFTER = 1.0  # seconds before the second look at a worker whose connection vanished
 
 
 class Heartbeat:
@@ -94,7 +95,9 @@ class Heartbeat:
                     next_beat = now + settings.heartbeat_interval
                 if self.leader and now >= next_reap:
                     self.reap()
-                    next_reap = now + settings.reap_interval
+                    # A worker whose connection vanished gets its second look sooner.
+                    next_reap = now + (min(CONFIRM_AFTER, settings.reap_interval) if self._missing
+                                       else settings.reap_interval)
                 if self.leader and now >= next_retain:
                     next_retain = now + settings.retention_interval  # also when the turn fails
                     next_retain = now + self.retention.run()  # see mysqlq.retention
