@@ -110,10 +110,11 @@ class Heartbeat:
         """Stop beating, hand leadership on, and leave the registry, through ``db`` (the worker's own
         connection).
 
-        The thread may be blocked in GET_LOCK until its next look; it is not waited for: it ends
-        at its next wake-up, or with the process, and its connection with it.
+        The thread may be inside a statement; it is not waited for long: it ends at its next
+        wake-up, or with the process, and its connection with it.
         """
         self._stop.set()
+        self.leadership.wake()
         self._thread.join(timeout=0.2)
         self.leadership.release(db)
         if self.worker_id:
@@ -148,7 +149,7 @@ class Heartbeat:
                 if lead.leading:
                     self._stop.wait(max(0.0, min(next_beat, next_reap) - time.monotonic()))
                 else:
-                    lead.wait(min(next_beat, lead.next_look) - time.monotonic(), self._stop.wait)
+                    lead.wait(min(next_beat, lead.next_look) - time.monotonic())
             except Exception as exc:  # never let the thread die: the next beat tries again
                 self.log.error("heartbeat.error", error=f"{type(exc).__name__}: {exc}")
                 self._stop.wait(1.0)

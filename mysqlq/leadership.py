@@ -1,23 +1,24 @@
 """Leadership of the workers' shared chores (reaping, retention, schedules): a lease in a table row.
 
 One worker at a time leads. It holds the ``reaper`` row of ``mysqlq_leaders`` until its
-``lease_until`` and renews it before each round of chores; the others read the row and try again
-when the lease would lapse. Taking the role over bumps an epoch, and the leader's writes name it,
-so a leader that froze (SIGSTOP, a paused VM, a half-open network) and woke up after losing the
-role changes nothing. Its own clock tells it so before it even asks: it counts itself leader only
-until its last successful renewal plus the lease.
+``lease_until`` and renews it as it works; the others take the role over under a new epoch once the
+lease lapses. The leader's writes name its epoch, so a leader that froze (SIGSTOP, a paused VM, a
+half-open network) and woke up after losing the role changes nothing. Its own clock tells it so
+before it even asks: it counts itself leader only until its last successful renewal plus the lease.
 
-A lease lapses only after its length, which is fine for a frozen leader but slow for a killed one.
-So the leader also holds a named lock (``GET_LOCK``) on its connection, and followers wait inside
-``GET_LOCK`` between their looks at the row: the server grants it the moment the leader's
-connection dies, and a follower that finds the holder's connection gone from the process list takes
-the role over at once. The lock is only that wake-up call; leadership never depends on it (it is
-node-local on a Galera cluster, where it is turned off).
+Followers watch at no cost of their own: the poll every worker runs anyway also returns the lease's
+remaining time and whether the leader's wake-up lock is free (``IS_USED_LOCK``). The leader holds
+that named lock on its connection, so the server frees it the moment a killed leader's connection
+dies, long before the lease lapses; a follower that sees it free takes the role over at once if the
+holder's connection is gone from the process list. The lock is only that signal; leadership never
+depends on it (it is node-local on a Galera cluster, where it is turned off). A follower that does
+not poll (busy with a long job) looks at the row itself at its heartbeats.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -55,7 +56,9 @@ class Leadership:
         self.beacon_held = False
         self.next_look = 0.0  # monotonic: when a follower should look at the row again
         self._steal_looks = 0  # looks left that may take the role from a holder whose connection is gone
-        self._plain_wait = False  # the lock was just granted to no avail: do not wait in it again yet
+        self._quiet_until = 0.0  # a free lock found a live leader: do not steal-look again before this
+        self._poke = threading.Event()  # the poll saw something worth a look
+        self.heartbeat_interval = settings.heartbeat_interval
 
     @property
     def leading(self) -> bool:
@@ -73,10 +76,13 @@ class Leadership:
 
     # ------------------------------------------------------------------ the leader
 
-    def renew(self) -> bool:
-        """Extend the lease before a round of chores; False (and no longer leader) if it was lost."""
+    def renew(self, force: bool = False) -> bool:
+        """Before a round of chores: extend the lease once half of it has passed (or when ``force``d);
+        False (and no longer leader) if another worker took the role over."""
         if self.epoch is None:
             return False
+        if not force and self.valid_until - time.monotonic() > self.lease / 2:
+            return True
         epoch, sent = self.epoch, time.monotonic()
         if self.db.run(lambda cur: store.renew(cur, ROLE, self.worker_id(), epoch, self.lease)):
             self.valid_until = sent + self.lease
@@ -113,7 +119,7 @@ class Leadership:
     def look(self) -> bool:
         """Take the role if it is free (or its holder was killed); True when this worker now leads."""
         if self.epoch is not None:  # our lease lapsed by our own clock: renewing tells whether we still lead
-            return self.renew()
+            return self.renew(force=True)
         steal = self._steal_looks > 0
         self._steal_looks = max(0, self._steal_looks - 1)
         me = self.worker_id()
@@ -128,6 +134,8 @@ class Leadership:
             if self._steal_looks:  # a killed holder may still be listed for a moment: look again soon
                 self._schedule(SECOND_LOOK)
             else:
+                if steal:  # the holder is alive and has not taken its lock back yet: ask again later
+                    self._quiet_until = time.monotonic() + self.lease
                 self._schedule(max(self.db.run(lambda cur: store.state(cur, ROLE)).remaining, 0.0))
             return False
         self.epoch, self.valid_until, self._steal_looks = epoch, sent + self.lease, 0
@@ -136,19 +144,33 @@ class Leadership:
         return True
 
     def _schedule(self, seconds: float) -> None:
+        """The next look: when the lease would lapse, or soon after (polls usually say so first)."""
         self.next_look = time.monotonic() + seconds + random.uniform(0, JITTER)
+        if seconds > SECOND_LOOK:  # the worker's polls watch meanwhile; this look is for when it is busy
+            self.next_look += self.heartbeat_interval
 
-    def wait(self, seconds: float, stop: Callable[[float], bool]) -> None:
-        """Wait ``seconds`` (or until ``stop`` says so): inside the leader's lock when it can tell of
-        the leader's death, else plainly. A granted lock makes the next look come at once."""
-        if seconds <= 0:
+    def observe(self, remaining: float | None, beacon_free: bool) -> None:
+        """What the worker's poll saw of the role (no query of its own); called from the worker's
+        thread. A lapsed lease, or a free lock while someone leads, calls for a look now."""
+        if self.epoch is not None:
             return
-        if not self.use_beacon or self._plain_wait:
-            self._plain_wait = False
-            stop(seconds)
-            return
-        if self.db.run(lambda cur: store.try_lock(cur, self.beacon, seconds)):
-            # Free: the leader's connection died, or it stepped down. Only a wake-up call: let go.
-            self.db.run(lambda cur: store.unlock(cur, self.beacon))
-            self._steal_looks, self._plain_wait = 2, True
-            self.next_look = time.monotonic()
+        now = time.monotonic()
+        if remaining is None or remaining <= 0:
+            self.next_look = now
+            self._poke.set()
+        elif self.use_beacon and beacon_free and now >= self._quiet_until:
+            self._steal_looks, self._quiet_until = 2, now + self.lease
+            self.next_look = now
+            self._poke.set()
+        else:
+            self.next_look = max(self.next_look, now + remaining)
+
+    def wake(self) -> None:
+        """Interrupt a follower's wait (the worker is stopping)."""
+        self._poke.set()
+
+    def wait(self, seconds: float) -> None:
+        """A follower's wait until its next beat or look, cut short by what a poll saw."""
+        if seconds > 0:
+            self._poke.wait(seconds)
+        self._poke.clear()

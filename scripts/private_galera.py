@@ -40,7 +40,7 @@ from collections.abc import Sequence
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from private_mariadb import MariaDBError, PrivateMariaDB, _free_port, _mariadbd  # noqa: E402
+from private_mariadb import MariaDBError, PrivateMariaDB, _free_port, _mariadbd
 
 __all__ = ["GaleraNode", "PrivateGalera"]
 

@@ -58,12 +58,17 @@ ON DUPLICATE KEY UPDATE id = id;
 
 -- name: poll
 -- The idle worker's one question: is anything ready in my queues, when is the next scheduled job
--- due (microseconds from now, negative when overdue), and which of my queues are paused.
+-- due (microseconds from now, negative when overdue), which of my queues are paused; and, so that
+-- followers watch the leader at no extra cost, the microseconds left on the reaper's lease and
+-- whether the leader's wake-up lock is free (its holder's connection died).
 SELECT
   (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
     WHERE queue IN ({ids}) AND status = 'ready' LIMIT 1) AS has_ready,
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(run_at)) FROM mysqlq_jobs WHERE status = 'scheduled') AS next_due_us,
-  (SELECT GROUP_CONCAT(name SEPARATOR '\n') FROM mysqlq_queues WHERE paused AND name IN ({ids})) AS paused;
+  (SELECT GROUP_CONCAT(name SEPARATOR '\n') FROM mysqlq_queues WHERE paused AND name IN ({ids})) AS paused,
+  (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) FROM mysqlq_leaders WHERE role = 'reaper')
+    AS leader_remaining_us,
+  IS_USED_LOCK(%s) IS NULL AS beacon_free;
 
 -- name: promote_due
 -- Make scheduled jobs (delayed or waiting to retry) whose time has come ready.
