@@ -15,6 +15,7 @@ from .db import FOREVER, Connection, Database
 from .errors import ConfigError
 from .leadership import Leadership
 from .retention import Retention
+from .store import leadership as leader_store
 from .store import workers as store
 
 EXPIRED_SWEEP_EVERY = 5  # reaper runs; the lease-expiry sweep is the slow path
@@ -79,6 +80,8 @@ class Heartbeat:
         one's registration for an earlier life and give its jobs away.
         """
         settings, host = self.settings, socket.gethostname()
+        if self.db.run(leader_store.galera):
+            self.leadership.cluster()
         self.worker_id = self._insert()
         others = self.db.run(lambda cur: store.same_name(cur, self.worker_id, settings.worker_name, host))
         live = [other for other in others if other.id < self.worker_id and is_live(other)]

@@ -60,6 +60,10 @@ class Leadership:
         self._poke = threading.Event()  # the poll saw something worth a look
         self.heartbeat_interval = settings.heartbeat_interval
 
+    def cluster(self) -> None:
+        """On a Galera cluster a named lock is node-local: followers rely on the lease alone."""
+        self.use_beacon = False
+
     @property
     def leading(self) -> bool:
         """True while this worker holds the role and its lease cannot have lapsed."""

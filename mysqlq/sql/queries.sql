@@ -22,6 +22,14 @@ SELECT COALESCE(MAX(version), 0) FROM mysqlq_schema_version;
 -- Remember that a migration was applied.
 INSERT INTO mysqlq_schema_version (version, applied_at) VALUES (%(version)s, NOW(6));
 
+-- name: wsrep_on
+-- Whether the server is a Galera cluster node (no row on MySQL; OFF on a plain MariaDB).
+SHOW GLOBAL VARIABLES LIKE 'wsrep_on';
+
+-- name: wsrep_ready
+-- On a Galera node: whether it accepts queries (it is in the primary component and synced enough).
+SHOW GLOBAL STATUS LIKE 'wsrep_ready';
+
 -- name: get_lock
 -- A named server lock (migrations, reaper leadership); 1 when taken.
 SELECT GET_LOCK(%(name)s, %(timeout)s);
@@ -152,12 +160,15 @@ UPDATE mysqlq_jobs
 -- name: register_worker
 -- A worker announces itself with the id of its heartbeat connection and the settings it is judged by.
 INSERT INTO mysqlq_workers
-  (name, host, pid, connection_id, queues, started_at, heartbeat_at, heartbeat_interval_us, lease_us)
-VALUES (%(name)s, %(host)s, %(pid)s, CONNECTION_ID(), %(queues)s, NOW(6), NOW(6), %(heartbeat_us)s, %(lease_us)s);
+  (name, host, pid, connection_id, node, queues, started_at, heartbeat_at, heartbeat_interval_us, lease_us)
+VALUES (%(name)s, %(host)s, %(pid)s, CONNECTION_ID(), CONCAT(@@hostname, ':', @@port), %(queues)s, NOW(6), NOW(6),
+        %(heartbeat_us)s, %(lease_us)s);
 
 -- name: heartbeat
--- A live worker says so (0 rows: the reaper gave it up for dead and it must register again).
-UPDATE mysqlq_workers SET heartbeat_at = NOW(6), connection_id = CONNECTION_ID() WHERE id = %(id)s;
+-- A live worker says so, with its connection's id and node (0 rows: the reaper gave it up for dead
+-- and it must register again).
+UPDATE mysqlq_workers SET heartbeat_at = NOW(6), connection_id = CONNECTION_ID(), node = CONCAT(@@hostname, ':', @@port)
+ WHERE id = %(id)s;
 
 -- name: extend_lease
 -- A live worker keeps the claim on the batch it is working through.
@@ -180,12 +191,14 @@ SHOW GLOBAL STATUS LIKE 'Uptime';
 -- name: dead_workers
 -- Workers whose heartbeat is older than their own lease (stale = 1), or, when checked, whose
 -- connection no longer exists (stale = 0; the caller confirms those on a second look). A beat writes
--- heartbeat_at and connection_id together, so an id is only trusted if it was written since the
--- server started: after a restart, a worker still reconnecting is judged by its lease.
+-- heartbeat_at, connection_id and node together, so an id is only trusted if it was written since
+-- the server started (after a restart, a worker still reconnecting is judged by its lease) and only
+-- judged by the process list of its own node (on a cluster, other nodes' connections are not listed).
 SELECT id, heartbeat_at, heartbeat_at < NOW(6) - INTERVAL lease_us MICROSECOND AS stale
   FROM mysqlq_workers
  WHERE heartbeat_at < NOW(6) - INTERVAL lease_us MICROSECOND
     OR (%(check_processlist)s
+        AND node = CONCAT(@@hostname, ':', @@port)
         AND heartbeat_at > NOW(6) - INTERVAL %(uptime_us)s MICROSECOND
         AND connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST));
 
@@ -218,7 +231,7 @@ DELETE FROM mysqlq_workers
 
 -- name: list_workers
 -- The registry with what each worker holds, its settings, and whether it leads the reaper.
-SELECT w.id, w.name, w.host, w.pid, w.connection_id, w.queues,
+SELECT w.id, w.name, w.host, w.pid, w.connection_id, w.node, w.queues,
        TIMESTAMPDIFF(MICROSECOND, w.started_at, NOW(6)) AS age_us,
        TIMESTAMPDIFF(MICROSECOND, w.heartbeat_at, NOW(6)) AS heartbeat_age_us,
        w.heartbeat_interval_us, w.lease_us,
@@ -236,19 +249,21 @@ SELECT worker_id, epoch, TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) AS rema
 
 -- name: acquire_leadership
 -- Take a role's lease under a new epoch (read back with LAST_INSERT_ID()) if it lapsed, or, when
--- stealing, if the connection of its holder no longer exists (it was killed, not frozen).
+-- stealing, if the connection of its holder, on this node, no longer exists (killed, not frozen).
 UPDATE mysqlq_leaders
-   SET worker_id = %(worker_id)s, connection_id = CONNECTION_ID(), epoch = LAST_INSERT_ID(epoch + 1),
-       lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
+   SET worker_id = %(worker_id)s, connection_id = CONNECTION_ID(), node = CONCAT(@@hostname, ':', @@port),
+       epoch = LAST_INSERT_ID(epoch + 1), lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
  WHERE role = %(role)s
    AND (lease_until < NOW(6)
-        OR (%(steal)s AND (connection_id IS NULL
-                           OR connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST))));
+        OR (%(steal)s AND node = CONCAT(@@hostname, ':', @@port)
+            AND (connection_id IS NULL
+                 OR connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST))));
 
 -- name: renew_leadership
 -- The leader extends its lease; 0 rows: another worker took the role over (a newer epoch).
 UPDATE mysqlq_leaders
-   SET lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND, connection_id = CONNECTION_ID()
+   SET lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND, connection_id = CONNECTION_ID(),
+       node = CONCAT(@@hostname, ':', @@port)
  WHERE role = %(role)s AND worker_id = %(worker_id)s AND epoch = %(epoch)s;
 
 -- name: release_leadership

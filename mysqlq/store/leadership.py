@@ -56,3 +56,10 @@ def try_lock(cur: Cursor, name: str, wait: float = 0.0) -> bool:
 
 def unlock(cur: Cursor, name: str) -> None:
     execute(cur, "release_lock", {"name": name})
+
+
+def galera(cur: Cursor) -> bool:
+    """True when the server is a node of a Galera cluster (wsrep_on)."""
+    execute(cur, "wsrep_on")
+    row = cur.fetchone()
+    return row is not None and str(row[1]).upper() == "ON"

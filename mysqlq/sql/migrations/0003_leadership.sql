@@ -8,12 +8,14 @@
 -- cluster.
 --
 -- The registry records each worker's heartbeat interval and lease, so that the reaper judges a
--- worker by its own settings rather than by the reaper's.
+-- worker by its own settings rather than by the reaper's, and the server node its heartbeat
+-- connection is on (host:port), since a node's process list shows only its own connections.
 
 CREATE TABLE IF NOT EXISTS mysqlq_leaders (
   role          VARCHAR(50) NOT NULL,
   worker_id     BIGINT UNSIGNED NULL,
   connection_id BIGINT UNSIGNED NULL,
+  node          VARCHAR(255) NOT NULL DEFAULT '',
   epoch         BIGINT UNSIGNED NOT NULL DEFAULT 0,
   lease_until   DATETIME(6) NOT NULL,
   PRIMARY KEY (role)
@@ -23,4 +25,5 @@ INSERT IGNORE INTO mysqlq_leaders (role, epoch, lease_until) VALUES ('reaper', 0
 ;
 ALTER TABLE mysqlq_workers
   ADD COLUMN heartbeat_interval_us BIGINT UNSIGNED NOT NULL DEFAULT 10000000,
-  ADD COLUMN lease_us BIGINT UNSIGNED NOT NULL DEFAULT 60000000
+  ADD COLUMN lease_us BIGINT UNSIGNED NOT NULL DEFAULT 60000000,
+  ADD COLUMN node VARCHAR(255) NOT NULL DEFAULT ''
