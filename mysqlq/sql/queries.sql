@@ -18,6 +18,29 @@ CREATE TABLE IF NOT EXISTS mysqlq_schema_version (
 -- The newest applied migration (fails with 1146 when the table does not exist yet).
 SELECT COALESCE(MAX(version), 0) FROM mysqlq_schema_version;
 
+-- name: create_migration_lock_table
+-- A lease row that lets one `mysqlq migrate` at a time change the schema, on a cluster as on one
+-- server (GET_LOCK is node-local on Galera).
+CREATE TABLE IF NOT EXISTS mysqlq_migration_lock (
+  name VARCHAR(50) NOT NULL PRIMARY KEY,
+  holder VARCHAR(64) NULL,
+  lease_until DATETIME(6) NOT NULL
+) ENGINE=InnoDB;
+
+-- name: add_migration_lock
+-- The lock's one row (once).
+INSERT IGNORE INTO mysqlq_migration_lock (name, holder, lease_until) VALUES ('migrate', NULL, NOW(6));
+
+-- name: take_migration_lock
+-- Take the migration lock for a while if it is free or its holder's lease lapsed (1 row: taken),
+-- or extend it when we hold it.
+UPDATE mysqlq_migration_lock SET holder = %(holder)s, lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
+ WHERE name = 'migrate' AND (holder IS NULL OR holder = %(holder)s OR lease_until < NOW(6));
+
+-- name: release_migration_lock
+-- Give the migration lock back.
+UPDATE mysqlq_migration_lock SET holder = NULL, lease_until = NOW(6) WHERE name = 'migrate' AND holder = %(holder)s;
+
 -- name: record_version
 -- Remember that a migration was applied.
 INSERT INTO mysqlq_schema_version (version, applied_at) VALUES (%(version)s, NOW(6));
