@@ -231,10 +231,20 @@ class PrivateGalera:
             self._wait_synced(node, deadline)
 
     def rejoin(self, index: int, timeout: float = 180) -> None:
-        """Start a stopped or killed node again; returns once it is Synced."""
+        """Start a stopped or killed node again; returns once it is Synced.
+
+        It waits first until the other nodes have evicted the node's old self (a killed node is only
+        declared gone after the group's inactivity timeout): a node that comes back while its old
+        self is still a member splits the group into non-primary views.
+        """
         node = self.node(index)
         deadline = time.monotonic() + timeout
-        node.start(timeout=timeout)
+        others = [other for other in self.nodes if other is not node and other.running]
+        while any(other.status("wsrep_cluster_size") != str(len(others)) for other in others):
+            if time.monotonic() >= deadline:
+                raise MariaDBError(f"the cluster did not evict node {index} in time")
+            time.sleep(0.2)
+        node.start(timeout=max(1.0, deadline - time.monotonic()))
         self._wait_synced(node, deadline)
 
     def _wait_synced(self, node: GaleraNode, deadline: float) -> None:
