@@ -58,12 +58,13 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, MySQLdb.OperationalError) and error_code(exc) in TRANSIENT_CODES
 
 
-def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10) -> Connection:
-    """Open an autocommit connection in UTC, translating refusals into one-line errors."""
+def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10,
+            use_database: bool = True) -> Connection:
+    """Open an autocommit connection in UTC, translating refusals into one-line errors
+    (``use_database=False``: to the server only, e.g. to create the DSN's database)."""
     kwargs: dict[str, Any] = {
         "user": dsn.user,
         "passwd": dsn.password,
-        "database": dsn.database,
         "charset": "utf8mb4",
         # The tables' collation. With utf8mb4_general_ci literals, MariaDB 10.11 sorts the claim's
         # rows (filesort over every ready row) instead of walking the claim index in order.
@@ -72,6 +73,8 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
         "connect_timeout": connect_timeout,
         "init_command": "SET time_zone = '+00:00'",
     }
+    if use_database:
+        kwargs["database"] = dsn.database
     if dsn.unix_socket:
         kwargs["unix_socket"] = dsn.unix_socket
     else:
@@ -87,7 +90,8 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
                 transient=False,
             ) from None
         if code == UNKNOWN_DATABASE:
-            raise DatabaseUnavailable(f"database {dsn.database!r} does not exist on {where}", transient=False) from None
+            raise DatabaseUnavailable(f"database {dsn.database!r} does not exist on {where}: create it with "
+                                      "`mysqlq migrate --create-database`", transient=False) from None
         raise DatabaseUnavailable(f"cannot connect to the database at {where}: {message}", transient=True) from None
     if isolation:
         with conn.cursor() as cur:

@@ -7,6 +7,11 @@
 
 -- ---------------------------------------------------------------- schema
 
+-- name: create_database
+-- Create the DSN's database (`mysqlq migrate --create-database`) with the tables' character set.
+-- An identifier cannot be a parameter: {database} is replaced by a validated, backquoted name.
+CREATE DATABASE IF NOT EXISTS {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+
 -- name: create_version_table
 -- The table holding the schema version every command checks.
 CREATE TABLE IF NOT EXISTS mysqlq_schema_version (

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 import MySQLdb
 
 from ..db import Cursor, error_code
-from ..sql import migrations
+from ..errors import ConfigError, SchemaError
+from ..sql import migrations, query
 from . import execute
 
 NO_SUCH_TABLE = 1146
+# Database names --create-database accepts: what needs no quoting, plus "-" (it is backquoted anyway).
+DATABASE_NAME = re.compile(r"[A-Za-z0-9_$-]{1,64}")
 
 
 def lock_name(prefix: str, database: str) -> str:
@@ -35,13 +39,32 @@ def applied_version(cur: Cursor) -> int:
     return int(row[0]) if row else 0
 
 
+def quote_database(name: str) -> str:
+    """``name`` as a backquoted identifier, after checking it is a plain database name."""
+    if not DATABASE_NAME.fullmatch(name):
+        raise ConfigError(f"database name {name!r} may use only letters, digits, _ $ and -, at most 64 characters "
+                          "(create it yourself, then run `mysqlq migrate`)")
+    return f"`{name}`"
+
+
+def create_database(cur: Cursor, name: str) -> bool:
+    """Create the database ``name`` unless it exists (on a connection to no database); True if created."""
+    return int(cur.execute(query("create_database").replace("{database}", quote_database(name)))) > 0
+
+
 def migrate(cur: Cursor, database: str) -> list[int]:
-    """Apply the migrations the database lacks, one process at a time; returns those applied."""
+    """Apply the migrations the database lacks, one process at a time; returns those applied.
+
+    A schema newer than this mysqlq knows is refused (SchemaError), as every other command does.
+    """
     name = lock_name("migrate", database)
     execute(cur, "get_lock", {"name": name, "timeout": 60})
     try:
         execute(cur, "create_version_table")
         current = applied_version(cur)
+        if current > latest_version():
+            raise SchemaError(f"the schema is at version {current}, newer than this mysqlq knows "
+                              f"({latest_version()}): upgrade mysqlq")
         applied = []
         for version, statements in migrations():
             if version <= current:
