@@ -56,7 +56,7 @@ def global_options() -> list[click.Parameter]:
                      type=click.Choice(["debug", "info", "warning", "error"]), expose_value=False,
                      callback=_remember),
         click.Option(["--env-file"], envvar="MYSQLQ_ENV_FILE", show_envvar=True, multiple=True, is_eager=True,
-                     type=click.Path(dir_okay=False, path_type=Path), expose_value=False,
+                     type=click.Path(readable=False, path_type=Path), expose_value=False,
                      callback=_load_env_files,
                      help="Read MYSQLQ_* settings from VAR=value lines, e.g. /etc/mysqlq/mysqlq.env (repeat: "
                      "later files win; variables already in the environment win over files)."),
