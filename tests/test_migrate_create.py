@@ -58,3 +58,16 @@ def test_create_database_refuses_a_name_it_would_have_to_quote(qdb: QueueDB, nam
     result = qdb.cli("migrate", "--create-database", env=qdb.env(MYSQLQ_DSN=with_database(qdb.dsn, name)))
     assert_one_line_error(result, "may use only letters, digits, _ $ and -")
     assert databases(qdb) == before
+
+
+def test_create_database_leaves_an_existing_database_to_a_user_who_may_not_create(qdb: QueueDB) -> None:
+    assert qdb.server.tcp_dsn
+    user = "mq_" + secrets.token_hex(4)
+    qdb.query(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'")
+    try:
+        qdb.query(f"GRANT ALL ON `{qdb.name}`.* TO '{user}'@'%'")
+        dsn = with_database(qdb.server.tcp_dsn.replace("mysql://root@", f"mysql://{user}:pw@"), qdb.name)
+        result = qdb.cli("migrate", "--create-database", env=qdb.env(MYSQLQ_DSN=dsn), check=True)
+        assert "up to date" in result.stdout and "created" not in result.stdout
+    finally:
+        qdb.query(f"DROP USER '{user}'@'%'")

@@ -49,7 +49,12 @@ def quote_database(name: str) -> str:
 
 def create_database(cur: Cursor, name: str) -> bool:
     """Create the database ``name`` unless it exists (on a connection to no database); True if created."""
-    return int(cur.execute(query("create_database").replace("{database}", quote_database(name)))) > 0
+    quoted = quote_database(name)
+    execute(cur, "database_exists", {"name": name})
+    row = cur.fetchone()
+    if row and int(row[0]):
+        return False
+    return int(cur.execute(query("create_database").replace("{database}", quoted))) > 0
 
 
 def migrate(cur: Cursor, database: str) -> list[int]:
