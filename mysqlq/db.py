@@ -63,8 +63,10 @@ def is_transient(exc: BaseException) -> bool:
 FAILOVER_CONNECT_TIMEOUT = 3  # seconds per host when a DSN names several: a dead node costs little
 
 
-def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10) -> Connection:
-    """Open an autocommit connection in UTC, translating refusals into one-line errors.
+def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10,
+            use_database: bool = True) -> Connection:
+    """Open an autocommit connection in UTC, translating refusals into one-line errors
+    (``use_database=False``: to the server only, e.g. to create the DSN's database).
 
     With several hosts, the first that accepts (and, on a Galera cluster, is ready for queries) is
     used; the error names the last failure when none does.
@@ -74,7 +76,7 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
     for host, port in addresses:
         timeout = connect_timeout if len(addresses) == 1 else min(connect_timeout, FAILOVER_CONNECT_TIMEOUT)
         try:
-            conn = _connect_one(dsn, host, port, timeout)
+            conn = _connect_one(dsn, host, port, timeout, use_database)
         except DatabaseUnavailable as exc:
             if not exc.transient:
                 raise
@@ -97,11 +99,10 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
     raise failure
 
 
-def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int) -> Connection:
+def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_database: bool) -> Connection:
     kwargs: dict[str, Any] = {
         "user": dsn.user,
         "passwd": dsn.password,
-        "database": dsn.database,
         "charset": "utf8mb4",
         # The tables' collation. With utf8mb4_general_ci literals, MariaDB 10.11 sorts the claim's
         # rows (filesort over every ready row) instead of walking the claim index in order.
@@ -110,6 +111,8 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int) -> Connec
         "connect_timeout": connect_timeout,
         "init_command": "SET time_zone = '+00:00'",
     }
+    if use_database:
+        kwargs["database"] = dsn.database
     if dsn.unix_socket:
         kwargs["unix_socket"] = dsn.unix_socket
     else:
@@ -125,7 +128,8 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int) -> Connec
                 transient=False,
             ) from None
         if code == UNKNOWN_DATABASE:
-            raise DatabaseUnavailable(f"database {dsn.database!r} does not exist on {where}", transient=False) from None
+            raise DatabaseUnavailable(f"database {dsn.database!r} does not exist on {where}: create it with "
+                                      "`mysqlq migrate --create-database`", transient=False) from None
         raise DatabaseUnavailable(f"cannot connect to the database at {where}: {message}", transient=True) from None
 
 

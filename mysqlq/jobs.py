@@ -14,6 +14,10 @@ from .errors import InvalidJob
 STATUSES = ("ready", "scheduled", "running", "done", "dead", "cancelled")
 MAX_DEDUPE_KEY = 191
 MAX_ATTEMPTS_LIMIT = 1000
+# The range of the schema's DATETIME(6) columns (run_at), a day inside it so that a client clock
+# ahead of the server's cannot push a job past the end.
+EARLIEST_RUN_AT = datetime(1000, 1, 2)
+LATEST_RUN_AT = datetime(9999, 12, 30)
 
 
 @dataclass(frozen=True)
@@ -35,8 +39,7 @@ class Job:
         check_name("handler", self.handler, InvalidJob)
         check_name("queue", self.queue, InvalidJob)
         payload = encode_payload(self.payload, settings.max_payload_bytes)
-        if not isinstance(self.delay, int | float) or math.isnan(self.delay) or self.delay < 0:
-            raise InvalidJob(f"delay must be a number of seconds >= 0, got {self.delay!r}")
+        check_delay(self.delay)
         if self.delay and self.run_at is not None:
             raise InvalidJob("give either delay or run_at, not both")
         if not isinstance(self.priority, int) or not -32768 <= self.priority <= 32767:
@@ -46,24 +49,66 @@ class Job:
         attempts = settings.max_attempts if self.max_attempts is None else self.max_attempts
         if not isinstance(attempts, int) or not 1 <= attempts <= MAX_ATTEMPTS_LIMIT:
             raise InvalidJob(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS_LIMIT}, got {attempts!r}")
-        if self.time_limit is not None and not 0 < self.time_limit < 2**31:
+        if self.time_limit is not None and (not isinstance(self.time_limit, int | float)
+                                            or not 0 < self.time_limit < 2**31):
             raise InvalidJob(f"time limit must be a positive number of seconds, got {self.time_limit!r}")
-        run_at = utc_naive(self.run_at) if self.run_at is not None else None
+        run_at = check_run_at(self.run_at) if self.run_at is not None else None
         status = "scheduled" if self.delay > 0 or run_at is not None else "ready"
         time_limit = math.ceil(self.time_limit) if self.time_limit is not None else None
         return (self.queue, self.handler, payload, status, self.priority, run_at,
                 round(self.delay * 1_000_000), attempts, time_limit, self.dedupe_key)
 
 
+def check_delay(delay: Any) -> None:
+    """Refuse a delay that is not a number of seconds the schema's run_at can hold (NaN, inf, 1e20...)."""
+    latest = (LATEST_RUN_AT - datetime.now(UTC).replace(tzinfo=None)).total_seconds()
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= latest:
+        raise InvalidJob(f"delay must be a number of seconds >= 0 that ends before year 9999 (at most "
+                         f"{latest:.4g}), got {delay!r}")
+
+
+def check_run_at(moment: Any) -> datetime:
+    """``run_at`` as the naive UTC time the schema stores, refusing what DATETIME(6) cannot hold."""
+    if not isinstance(moment, datetime):
+        raise InvalidJob(f"run_at must be a datetime, got {moment!r}")
+    naive = utc_naive(moment)
+    if not EARLIEST_RUN_AT <= naive <= LATEST_RUN_AT:
+        raise InvalidJob(f"run_at must be between {EARLIEST_RUN_AT:%Y-%m-%d} and {LATEST_RUN_AT:%Y-%m-%d}, "
+                         f"got {naive.isoformat()}")
+    return naive
+
+
 def encode_payload(payload: Any, limit: int) -> bytes:
-    """JSON-encode a payload, refusing what JSON cannot hold and what is over the size limit."""
+    """JSON-encode a payload, refusing what JSON cannot hold (NaN and Infinity included: they are not
+    JSON), what is nested too deeply to encode, and what is over the size limit."""
     try:
         data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
     except (TypeError, ValueError) as exc:
         raise InvalidJob(f"payload cannot be stored as JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidJob("payload is nested too deeply to be stored as JSON") from None
     if len(data) > limit:
         raise InvalidJob(f"payload is {len(data)} bytes; the limit is {limit} (max_payload_bytes)")
     return data
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def decode_payload(data: bytes) -> Any:
+    """Decode a stored payload; ValueError for anything that is not strict JSON: bad bytes, NaN,
+    Infinity and -Infinity (Python's json reads those, but they are not JSON), or nesting too
+    deep to decode. A worker marks such a job dead at once: no attempt can succeed."""
+    return loads_strict(data)
+
+
+def loads_strict(document: str | bytes) -> Any:
+    """``json.loads`` that accepts only JSON: ValueError for NaN/Infinity and for nesting too deep."""
+    try:
+        return json.loads(document, parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def utc_naive(moment: datetime) -> datetime:

@@ -91,6 +91,31 @@ def _buffered_stderr() -> TextIO:
     return _buffer
 
 
+def fatal(line: str, fmt: str | None = None, **fields: str | None) -> None:
+    """Report the one line a command fails with, at error priority wherever it goes.
+
+    Under systemd stderr is a journal stream that journald files at info, so ``journalctl -p err``
+    would miss why a worker cannot start. With journal output the line becomes an entry of its own
+    with PRIORITY=3 (and goes to stderr too when stderr is a terminal or a file); console or JSON
+    output into a journal stream gets the ``<3>`` prefix that journald reads as the priority.
+    """
+    flush()
+    journal_stream = stderr_is_journal()
+    if fmt == "journal" or (fmt in (None, "auto") and journal_stream):
+        try:
+            from systemd import journal
+
+            extra = {key.upper(): value for key, value in fields.items() if value is not None}
+            journal.send(line, PRIORITY="3", SYSLOG_IDENTIFIER="mysqlq", MYSQLQ_EVENT="command.failed", **extra)
+            if journal_stream:
+                return
+        except OSError:
+            pass  # no journald to talk to: stderr is all there is
+    prefix = "<3>" if journal_stream else ""
+    sys.stderr.write(f"{prefix}{line}\n")
+    sys.stderr.flush()
+
+
 def configure(fmt: str = "auto", level: str = "info") -> str:
     """Configure structlog for the whole process; returns the format chosen for ``auto``."""
     if fmt == "auto":

@@ -10,7 +10,7 @@ from typing import Any
 from . import hint
 from .config import Dsn, Settings
 from .db import CLI_RETRY, Connection, Cursor, Database
-from .errors import SchemaError
+from .errors import InvalidJob, SchemaError
 from .jobs import Job
 from .store import jobs as store
 from .store.schema import applied_version, latest_version
@@ -73,7 +73,13 @@ class Producer:
 
         Every job is checked before anything is written; ``progress`` hears of each chunk written.
         """
-        batch = list(jobs)
+        try:
+            batch = list(jobs)
+        except TypeError:
+            raise InvalidJob(f"enqueue_many takes an iterable of mysqlq.Job, got {type(jobs).__name__}") from None
+        wrong = next((n for n, job in enumerate(batch) if not isinstance(job, Job)), None)
+        if wrong is not None:
+            raise InvalidJob(f"enqueue_many takes mysqlq.Job objects; item {wrong} is {type(batch[wrong]).__name__}")
         rows = [job.row(self.settings) for job in batch]
         inserted = self.db.run(lambda cur: self._insert_all(cur, rows, progress))
         self.hints.notify({job.queue for job in batch})

@@ -29,9 +29,9 @@ import MySQLdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_common import MYSQLQ, clean_env, fill_jobs, median, note  # noqa: E402
-from private_galera import PrivateGalera  # noqa: E402
-from private_mariadb import PrivateMariaDB  # noqa: E402
+from bench_common import MYSQLQ, clean_env, fill_jobs, median, note
+from private_galera import PrivateGalera
+from private_mariadb import PrivateMariaDB
 
 
 def dsn_for(ports: Sequence[int], database: str) -> str:

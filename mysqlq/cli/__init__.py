@@ -3,57 +3,135 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 import MySQLdb
+from click.core import ParameterSource
 
-from ..config import Dsn, Settings
+from ..config import DEFAULT_DSN, Dsn, Settings
+from ..envfile import EnvFiles
 from ..errors import MysqlqError
-from ..logs import FORMATS, configure
+from ..logs import FORMATS, configure, fatal
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "show_default": True}
+GLOBALS = "mysqlq.globals"  # ctx.meta key (meta is shared by every context of one invocation)
+ENV_FILES = "mysqlq.env_files"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Record a global option's value for the whole invocation. Parsing goes from ``mysqlq`` down to
+    the command, so a value typed after the command wins over one typed before it; a value from the
+    environment or a default never replaces one typed anywhere on the command line."""
+    typed = ctx.get_parameter_source(param.name or "") == ParameterSource.COMMANDLINE
+    seen: dict[str, tuple[Any, bool]] = ctx.meta.setdefault(GLOBALS, {})
+    name = param.name or ""
+    if typed or not seen.get(name, (None, False))[1]:
+        seen[name] = (value, typed)
+    return value
+
+
+def _load_env_files(ctx: click.Context, param: click.Parameter, paths: tuple[Path, ...]) -> None:
+    """Read --env-file (eager: before this level's other options look at the environment)."""
+    files: EnvFiles = ctx.meta.setdefault(ENV_FILES, EnvFiles())
+    typed = ctx.get_parameter_source(param.name or "") == ParameterSource.COMMANDLINE
+    if not typed and files.files:
+        return  # MYSQLQ_ENV_FILE was read already, or a file typed before the command replaced it
+    for path in paths:
+        if path not in files.files:
+            files.load(path)
+
+
+def global_options() -> list[click.Parameter]:
+    """The options every command accepts, before or after its name, each with its MYSQLQ_* variable."""
+    return [
+        click.Option(["--dsn"], envvar="MYSQLQ_DSN", show_envvar=True, default=DEFAULT_DSN, expose_value=False,
+                     callback=_remember,
+                     help="Database, as mysql://user:password@host:port/db (optionally ?unix_socket=/path)."),
+        click.Option(["--log-format"], envvar="MYSQLQ_LOG_FORMAT", show_envvar=True, type=click.Choice(FORMATS),
+                     default="auto", expose_value=False, callback=_remember,
+                     help="auto: the journal under systemd, console lines otherwise."),
+        click.Option(["--log-level"], envvar="MYSQLQ_LOG_LEVEL", show_envvar=True, default="info",
+                     type=click.Choice(["debug", "info", "warning", "error"]), expose_value=False,
+                     callback=_remember),
+        click.Option(["--env-file"], envvar="MYSQLQ_ENV_FILE", show_envvar=True, multiple=True, is_eager=True,
+                     type=click.Path(readable=False, path_type=Path), expose_value=False,
+                     callback=_load_env_files,
+                     help="Read MYSQLQ_* settings from VAR=value lines, e.g. /etc/mysqlq/mysqlq.env (repeat: "
+                     "later files win; variables already in the environment win over files)."),
+    ]
+
+
+def global_value(ctx: click.Context, name: str) -> Any:
+    """The value of a global option (dsn, log_format, log_level) for this invocation."""
+    seen: dict[str, tuple[Any, bool]] = ctx.meta.get(GLOBALS, {})
+    return seen[name][0] if name in seen else None
+
+
+class Command(click.Command):
+    """A mysqlq command: its own options plus the global ones; logging is configured just before it runs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.extend(global_options())
+
+    def invoke(self, ctx: click.Context) -> Any:
+        ctx.meta["mysqlq.log_format"] = configure(global_value(ctx, "log_format") or "auto",
+                                                  global_value(ctx, "log_level") or "info")
+        return super().invoke(ctx)
 
 
 class Main(click.Group):
-    """Runs a command and turns mysqlq's own errors and database errors into one line on stderr."""
+    """The command group; runs a command and turns mysqlq's own errors and database errors into one
+    line on stderr (at error priority in the journal when that is where it goes), exit 1."""
+
+    command_class = Command
+    group_class = type  # subgroups (``jobs``) are Main too, so their commands get the global options
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.extend(global_options())
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:  # an option's callback may refuse (an unreadable --env-file) before invoke() runs
+            return super().parse_args(ctx, args)
+        except MysqlqError as exc:
+            self._fail(ctx, f"mysqlq: error: {exc}")
+            raise  # not reached: _fail exits
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except MysqlqError as exc:
-            click.echo(f"mysqlq: error: {exc}", err=True)
-            sys.exit(1)
+            self._fail(ctx, f"mysqlq: error: {exc}")
         except MySQLdb.Error as exc:
             detail = exc.args[1] if len(exc.args) > 1 else str(exc)
-            click.echo(f"mysqlq: database error: {detail}", err=True)
-            sys.exit(1)
+            self._fail(ctx, f"mysqlq: database error: {detail}")
+
+    @staticmethod
+    def _fail(ctx: click.Context, line: str) -> NoReturn:
+        fmt = ctx.meta.get("mysqlq.log_format") or global_value(ctx, "log_format")
+        fatal(line, fmt, command=ctx.invoked_subcommand)
+        sys.exit(1)
 
 
 @click.group(cls=Main, context_settings=CONTEXT)
-@click.option("--dsn", envvar="MYSQLQ_DSN", show_envvar=True, default="mysql://root@127.0.0.1:3306/test",
-              help="Database, as mysql://user:password@host:port/db (optionally ?unix_socket=/path).")
-@click.option("--log-format", envvar="MYSQLQ_LOG_FORMAT", show_envvar=True, type=click.Choice(FORMATS),
-              default="auto", help="auto: the journal under systemd, console lines otherwise.")
-@click.option("--log-level", envvar="MYSQLQ_LOG_LEVEL", show_envvar=True, default="info",
-              type=click.Choice(["debug", "info", "warning", "error"]))
 @click.version_option(package_name="mysqlq")
-@click.pass_context
-def main(ctx: click.Context, dsn: str, log_format: str, log_level: str) -> None:
+def main() -> None:
     """mysqlq: a durable job queue on the MySQL or MariaDB you already run.
 
     Producers enqueue jobs; `mysqlq worker` processes run them through handlers installed as
     entry points (group mysqlq.handlers). Every option can also be set with the MYSQLQ_*
-    variable shown beside it.
+    variable shown beside it; --dsn, --log-format, --log-level and --env-file go before or
+    after the command's name.
     """
-    configure(log_format, log_level)
-    ctx.obj = dsn
 
 
 def settings(ctx: click.Context, **values: Any) -> Settings:
-    """Settings from the group's DSN and a command's options (None means: keep the default)."""
+    """Settings from the global DSN and a command's options (None means: keep the default)."""
     given = {key: value for key, value in values.items() if value is not None}
-    return Settings(dsn=Dsn.parse(ctx.find_root().obj), **given)
+    return Settings(dsn=Dsn.parse(global_value(ctx, "dsn") or DEFAULT_DSN), **given)
 
 
 # Command modules register themselves on ``main``.

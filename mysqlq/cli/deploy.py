@@ -42,7 +42,8 @@ EXAMPLE_ENV = """\
 # Every `mysqlq worker --help` option has a MYSQLQ_* variable. This file holds the database
 # password: keep it readable by root only (systemd reads it before dropping privileges).
 
-# The database (required).
+# The database (required). Before the first start, create the schema with these settings:
+#   sudo /path/to/venv/bin/mysqlq --env-file /etc/mysqlq/mysqlq.env migrate [--create-database]
 #MYSQLQ_DSN=mysql://mysqlq:secret@db.example.com:3306/app
 
 # Queues to work, earliest first, and jobs claimed per round trip.

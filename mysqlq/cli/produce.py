@@ -13,24 +13,35 @@ import click
 
 from .. import handlers as handler_registry
 from ..config import Settings
-from ..db import CLI_RETRY, Database
+from ..db import CLI_RETRY, Database, connect
 from ..durations import format_duration, parse_duration
 from ..errors import ConfigError, InvalidJob, MysqlqError
-from ..jobs import STATUSES, Job
+from ..jobs import STATUSES, Job, loads_strict
 from ..producer import Producer, check_schema
 from ..stats import queue_stats
+from ..store import schema
 from ..store.leadership import galera
-from ..store.schema import applied_version, latest_version, migrate
+from ..store.schema import applied_version, latest_version
 from . import main, settings
 
 
 @main.command(name="migrate")
+@click.option("--create-database", is_flag=True, envvar="MYSQLQ_CREATE_DATABASE", show_envvar=True,
+              help="Create the DSN's database first if it does not exist (needs the CREATE privilege).")
 @click.pass_context
-def migrate_command(ctx: click.Context) -> None:
+def migrate_command(ctx: click.Context, create_database: bool) -> None:
     """Create or upgrade the schema (safe to run again, and from many hosts at once)."""
     cfg = settings(ctx)
+    if create_database:
+        server = connect(cfg.dsn, use_database=False)
+        try:
+            with server.cursor() as cur:
+                if schema.create_database(cur, cfg.dsn.database):
+                    click.echo(f"created database {cfg.dsn.database!r}")
+        finally:
+            server.close()
     db = Database(cfg.dsn, retry=CLI_RETRY)
-    applied = db.run(lambda cur: migrate(cur, cfg.dsn.database))
+    applied = db.run(lambda cur: schema.migrate(cur, cfg.dsn.database))
     if applied:
         click.echo(f"schema migrated to version {applied[-1]} (applied {', '.join(map(str, applied))})")
     else:
@@ -70,14 +81,14 @@ def _payload(text: str | None) -> Any:
     if text == "-":
         text = sys.stdin.read()
     try:
-        return json.loads(text)
+        return loads_strict(text)
     except ValueError as exc:
         raise InvalidJob(f"payload is not valid JSON: {exc}") from None
 
 
 def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settings) -> Job:
     try:
-        item = json.loads(line)
+        item = loads_strict(line)
     except ValueError as exc:
         raise InvalidJob(f"line {number}: not valid JSON: {exc}") from None
     if not isinstance(item, dict) or "handler" not in item:

@@ -7,6 +7,16 @@
 
 -- ---------------------------------------------------------------- schema
 
+-- name: database_exists
+-- 1 when the DSN's database exists (`migrate --create-database` leaves it alone then: creating
+-- needs a privilege that a user of an existing database may lack).
+SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %(name)s;
+
+-- name: create_database
+-- Create the DSN's database (`mysqlq migrate --create-database`) with the tables' character set.
+-- An identifier cannot be a parameter: {database} is replaced by a validated, backquoted name.
+CREATE DATABASE IF NOT EXISTS {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+
 -- name: create_version_table
 -- The table holding the schema version every command checks.
 CREATE TABLE IF NOT EXISTS mysqlq_schema_version (

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import time
 
 import MySQLdb
 
 from ..db import Cursor, error_code
-from ..errors import SchemaError
-from ..sql import migrations
+from ..errors import ConfigError, SchemaError
+from ..sql import migrations, query
 from . import execute
 
 NO_SUCH_TABLE = 1146
 MIGRATION_LEASE = 300.0  # seconds a migration holds its lock without progress before others may take it
 MIGRATION_WAIT = 600.0  # seconds a second `mysqlq migrate` waits for the first
+# Database names --create-database accepts: what needs no quoting, plus "-" (it is backquoted anyway).
+DATABASE_NAME = re.compile(r"[A-Za-z0-9_$-]{1,64}")
 
 
 def lock_name(prefix: str, database: str) -> str:
@@ -40,11 +43,30 @@ def applied_version(cur: Cursor) -> int:
     return int(row[0]) if row else 0
 
 
+def quote_database(name: str) -> str:
+    """``name`` as a backquoted identifier, after checking it is a plain database name."""
+    if not DATABASE_NAME.fullmatch(name):
+        raise ConfigError(f"database name {name!r} may use only letters, digits, _ $ and -, at most 64 characters "
+                          "(create it yourself, then run `mysqlq migrate`)")
+    return f"`{name}`"
+
+
+def create_database(cur: Cursor, name: str) -> bool:
+    """Create the database ``name`` unless it exists (on a connection to no database); True if created."""
+    quoted = quote_database(name)
+    execute(cur, "database_exists", {"name": name})
+    row = cur.fetchone()
+    if row and int(row[0]):
+        return False
+    return int(cur.execute(query("create_database").replace("{database}", quoted))) > 0
+
+
 def migrate(cur: Cursor, database: str, wait: float = MIGRATION_WAIT) -> list[int]:
     """Apply the migrations the database lacks, one process at a time; returns those applied.
 
     The lock is a lease row, so it holds across the nodes of a cluster; it is extended after each
-    statement, and one left by a crashed run lapses after MIGRATION_LEASE seconds.
+    statement, and one left by a crashed run lapses after MIGRATION_LEASE seconds. A schema newer
+    than this mysqlq knows is refused (SchemaError), as every other command does.
     """
     holder = secrets.token_hex(16)
     execute(cur, "create_version_table")
@@ -53,6 +75,9 @@ def migrate(cur: Cursor, database: str, wait: float = MIGRATION_WAIT) -> list[in
     _take_lock(cur, holder, wait)
     try:
         current = applied_version(cur)
+        if current > latest_version():
+            raise SchemaError(f"the schema is at version {current}, newer than this mysqlq knows "
+                              f"({latest_version()}): upgrade mysqlq")
         applied = []
         for version, statements in migrations():
             if version <= current:
