@@ -26,9 +26,9 @@ Run = Callable[[Callable[[Any], Any]], Any]
 class QueueCollector(Collector):
     """Collects the queue metrics on each scrape: a few statements on indexes, one round of them."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, settle: float = snapshot.SETTLE) -> None:
         self.run = run
-        self.finished = snapshot.FinishedCounter()
+        self.finished = snapshot.FinishedCounter(settle)
 
     def collect(self) -> Iterable[Metric]:
         up = GaugeMetricFamily("mysqlq_up", "1 when the last scrape could read the database, else 0.")

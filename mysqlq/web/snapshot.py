@@ -59,14 +59,15 @@ class FinishedCounter:
     jobs that ended since the last one, so the workers pay nothing and a look reads only new rows.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, settle: float = SETTLE) -> None:
+        self.settle = settle
         self._lock = threading.Lock()
         self._since: datetime | None = None
         self.totals: dict[tuple[str, str], int] = {}
 
     def update(self, cur: Cursor) -> dict[tuple[str, str], int]:
         with self._lock:
-            upto = ops_store.cutoff(cur, SETTLE)
+            upto = ops_store.cutoff(cur, self.settle)
             if self._since is not None and upto > self._since:
                 for key, count in web_store.finished_between(cur, self._since, upto).items():
                     self.totals[key] = self.totals.get(key, 0) + count
