@@ -8,9 +8,10 @@ STAMP  := $(VENV)/.installed
 # Small pip-installable packages that provide handler entry points.
 LOCAL_PKGS := tests/handlers scripts/handlers
 
-# Debian packages needed to build mysqlclient / systemd-python and to run mariadbd.
+# Debian packages needed to build mysqlclient / systemd-python, to run mariadbd, and the browser the
+# dashboard tests drive (Playwright talks to Debian's chromium; it never downloads a browser).
 DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev \
-                libsystemd-dev mariadb-server mariadb-client
+                libsystemd-dev mariadb-server mariadb-client chromium
 
 # Use sudo for apt-get when not root (and sudo exists).
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || command -v sudo)

@@ -32,7 +32,7 @@ def _nice_top(value: int) -> int:
 def throughput_svg(series: dict[str, list[int]], minutes: int) -> Markup:
     """Stacked bars per minute (done, dead, cancelled), a y axis in jobs/min, and minutes-ago labels."""
     totals = [sum(values[i] for values in series.values()) for i in range(minutes)]
-    top = _nice_top(max(totals, default=0))
+    top = _nice_top(max([*totals, 2]))  # at least 2, so the half-way line is a whole number
     plot_w, plot_h = WIDTH - LEFT - 6, HEIGHT - BOTTOM - TOP
     bar = plot_w / minutes
     parts = [f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
@@ -53,7 +53,8 @@ def throughput_svg(series: dict[str, list[int]], minutes: int) -> Markup:
                          f'{minutes - 1 - i} min ago</title></rect>')
     for ago in range(minutes, -1, -15):
         x = LEFT + (minutes - ago) * bar
-        parts.append(f'<text x="{x:.1f}" y="{HEIGHT - 6}" text-anchor="middle">'
+        anchor = "end" if ago == 0 else "start" if ago == minutes else "middle"
+        parts.append(f'<text x="{x:.1f}" y="{HEIGHT - 6}" text-anchor="{anchor}">'
                      f'{"now" if ago == 0 else f"-{ago} min"}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
