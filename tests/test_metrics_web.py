@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +50,8 @@ def test_metrics_count_what_stats_counts(qdb: QueueDB) -> None:
     assert set(stats) == {"mail", "reports"}
     for queue, entry in stats.items():
         for status in LIVE:
-            assert metrics["mysqlq_jobs"][labels(queue=queue, status=status)] == entry["counts"][status], (queue, status)
+            live = metrics["mysqlq_jobs"][labels(queue=queue, status=status)]
+            assert live == entry["counts"][status], (queue, status)
         for status in ("done", "dead", "cancelled"):
             finished = metrics["mysqlq_jobs_finished_total"][labels(queue=queue, status=status)]
             assert finished == entry["counts"][status], (queue, status)

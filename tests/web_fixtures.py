@@ -52,7 +52,8 @@ def web_server(qdb: QueueDB, *args: str, **env: str) -> Iterator[str]:
                     break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"mysqlq web did not start: {(qdb.tmp / f'web-{port}.log').read_text()}")
+                    output = (qdb.tmp / f"web-{port}.log").read_text()
+                    raise AssertionError(f"mysqlq web did not start: {output}") from None
                 time.sleep(0.05)
         yield base
     finally:
