@@ -4,12 +4,13 @@ shown escaped, bad input is a clear 404, redirects stay on the site, and refusal
 from __future__ import annotations
 
 import re
+import socket
 from typing import Any
 
 from mysqlq.web import WebSettings, create_app
 
 from .conftest import QueueDB
-from .ops_fixtures import plant, status_of
+from .ops_fixtures import assert_one_line_error, plant, status_of
 
 
 def client(qdb: QueueDB, **options: Any) -> Any:
@@ -63,3 +64,13 @@ def test_redirects_stay_on_this_site(qdb: QueueDB) -> None:
     with_token = client(qdb, token="t" * 20)
     response = with_token.get("/login?next=//evil.example/")
     assert 'name="next" value="/"' in response.get_data(as_text=True)
+
+
+def test_a_bad_bind_or_a_taken_port_is_one_line(qdb: QueueDB) -> None:
+    assert_one_line_error(qdb.cli("web", "--bind", "8080"), "--bind must be HOST:PORT")
+    assert_one_line_error(qdb.cli("web", "--token", "short"), "--token must be at least 16 characters")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert_one_line_error(qdb.cli("web", "--bind", f"127.0.0.1:{port}"), "cannot listen on 127.0.0.1:")

@@ -34,7 +34,7 @@ def parse_bind(value: str) -> tuple[str, int]:
 @click.pass_context
 def web(ctx: click.Context, bind: str, token: str | None, read_only: bool, threads: int) -> None:
     """Serve Prometheus metrics at /metrics and a dashboard at / until SIGTERM."""
-    import waitress
+    from waitress.server import create_server
 
     from ..web import WebSettings, create_app
 
@@ -44,7 +44,11 @@ def web(ctx: click.Context, bind: str, token: str | None, read_only: bool, threa
     cfg = settings(ctx, hint_dir=os.environ.get("MYSQLQ_HINT_DIR") or None)
     Database(cfg.dsn, retry=CLI_RETRY).run(check_schema)
     app = create_app(WebSettings(cfg, token=token, read_only=read_only))
+    try:
+        server = create_server(app, host=host, port=port, threads=threads, ident="mysqlq")
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
     mode = ", read-only" if read_only else ""
     click.echo(f"mysqlq web: serving http://{bind}/ (metrics at /metrics{mode}"
                f"{', token required' if token else ''})", err=True)
-    waitress.serve(app, host=host, port=port, threads=threads, ident="mysqlq", _quiet=True)
+    server.run()
