@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from flask import Flask, Response, flash, g, redirect, render_template, request,
 from werkzeug.exceptions import Forbidden, HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
-from ..config import Settings, check_name
+from ..config import Settings
 from ..db import CLI_RETRY, Cursor, Database
 from ..errors import MysqlqError
 from ..errors import NotFound as JobNotFound
@@ -23,6 +24,7 @@ from ..store import ops as ops_store
 from ..store import web as web_store
 from . import actions, chart, metrics, snapshot
 from .access import CSRF_COOKIE, CSRF_FIELD, TOKEN_COOKIE, Access
+from .inputs import job_id_or_none, local_path, name_filter, queue_name
 
 T = TypeVar("T")
 log = structlog.get_logger("mysqlq.web")
@@ -64,7 +66,7 @@ class DatabaseDown(HTTPException):
 def create_app(web: WebSettings) -> Flask:
     """The application: pages, actions (POST, CSRF-checked, refused in read-only mode) and /metrics."""
     app = Flask(__name__)
-    app.config.update(SECRET_KEY=Access(None).new_csrf(), SESSION_COOKIE_HTTPONLY=True,
+    app.config.update(SECRET_KEY=secrets.token_hex(32), SESSION_COOKIE_HTTPONLY=True,
                       SESSION_COOKIE_SAMESITE="Strict", MAX_CONTENT_LENGTH=64 * 1024)
     access = Access(web.token)
     dbs = Databases(web.settings)
@@ -118,7 +120,7 @@ def create_app(web: WebSettings) -> Flask:
 
     @app.route("/login", methods=["GET", "POST"])
     def login() -> BaseResponse | tuple[str, int] | str:
-        target = _local_path(request.values.get("next"))
+        target = local_path(request.values.get("next"))
         if access.token is None:
             return redirect(target)
         if request.method == "POST":
@@ -159,12 +161,12 @@ def create_app(web: WebSettings) -> Flask:
 
     @app.get("/jobs")
     def jobs() -> str:
-        queue = _filter(request.args.get("queue"), "queue")
+        queue = name_filter(request.args.get("queue"), "queue")
         status = request.args.get("status") or None
         if status is not None and status not in STATUSES:
             raise NotFound(f"there is no job status {status!r}")
-        handler = _filter(request.args.get("handler"), "handler")
-        before = _int(request.args.get("before"))
+        handler = name_filter(request.args.get("handler"), "handler")
+        before = job_id_or_none(request.args.get("before"))
         rows = run(lambda cur: web_store.list_jobs(cur, queue=queue, status=status, handler=handler, before=before,
                                                    limit=web.page_size + 1))
         more = len(rows) > web.page_size
@@ -202,7 +204,7 @@ def create_app(web: WebSettings) -> Flask:
             flash(action(), "ok")
         except (JobNotFound, actions.ActionRefused) as exc:
             flash(str(exc), "error")
-        return redirect(_local_path(request.form.get("next"), back), 303)
+        return redirect(local_path(request.form.get("next"), back), 303)
 
     @app.post("/jobs/<int:job_id>/retry")
     def retry(job_id: int) -> BaseResponse:
@@ -214,51 +216,21 @@ def create_app(web: WebSettings) -> Flask:
 
     @app.post("/retry-dead")
     def retry_dead() -> BaseResponse:
-        queue = _filter(request.form.get("queue"), "queue")
+        queue = name_filter(request.form.get("queue"), "queue")
         return act(lambda: actions.retry_dead(run, web.settings, queue), url_for("dashboard"))
 
     @app.post("/queues/<name>/pause")
     def pause(name: str) -> BaseResponse:
-        queue = _queue(name)
+        queue = queue_name(name)
         return act(lambda: actions.set_paused(run, web.settings, queue, True), url_for("dashboard"))
 
     @app.post("/queues/<name>/resume")
     def resume(name: str) -> BaseResponse:
-        queue = _queue(name)
+        queue = queue_name(name)
         return act(lambda: actions.set_paused(run, web.settings, queue, False), url_for("dashboard"))
 
     app.jinja_env.globals.update(csrf_field=CSRF_FIELD, age=_age, utc=_utc)
     return app
-
-
-def _local_path(value: str | None, default: str = "/") -> str:
-    """A redirect target on this site only (no scheme, no host, no //evil.example)."""
-    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
-        return default
-    return value
-
-
-def _filter(value: str | None, kind: str) -> str | None:
-    if not value:
-        return None
-    try:
-        return check_name(kind, value)
-    except MysqlqError as exc:
-        raise NotFound(str(exc)) from None
-
-
-def _queue(name: str) -> str:
-    queue = _filter(name, "queue")
-    assert queue is not None
-    return queue
-
-
-def _int(value: str | None) -> int | None:
-    if not value:
-        return None
-    if not value.isdigit() or not 0 < int(value) < 2**64:
-        raise NotFound(f"not a job id: {value!r}")
-    return int(value)
 
 
 def _age(seconds: float | None) -> str:
