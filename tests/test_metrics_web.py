@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from mysqlq.db import Connection
+from mysqlq.sql import query
 from mysqlq.web.metrics import QueueCollector
 
 from .conftest import QueueDB
 from .ops_fixtures import plant
-from .test_ops_hot_path import HISTORY_DOUBLINGS, READY, RECENT, big, handler_reads  # noqa: F401
+from .test_ops_hot_path import HISTORY_DOUBLINGS, READY, RECENT, big, handler_reads, rows_read  # noqa: F401
 from .web_fixtures import TOKEN, get, scrape, stats_json, web_server
 
 LIVE = ("ready", "scheduled", "running", "dead")
@@ -138,3 +139,13 @@ def test_a_scrape_reads_the_live_jobs_and_recent_history_only(big: Connection) -
     # (1,826 when written), plus a few rows for the registry, the pause table and the new job.
     assert reads <= 4 * 2 * READY + 100, reads
     assert reads < 2**HISTORY_DOUBLINGS / 100
+
+
+def test_the_dashboards_own_statements_read_no_history(big: Connection) -> None:  # noqa: F811
+    assert rows_read(big, query("web_finished_per_minute"), {"minutes": 60}) <= 3 * RECENT
+    assert rows_read(big, query("web_running_jobs"), {"limit": 1000}) <= 2
+    for filters in [{"queue": None, "status": "dead"}, {"queue": "hot", "status": "ready"},
+                    {"queue": None, "status": "ready"}, {"queue": "hot", "status": None}]:
+        for before in (None, 2**HISTORY_DOUBLINGS + 2 * READY):
+            params = {**filters, "handler": None, "before": before, "limit": 51}
+            assert rows_read(big, query("web_list_jobs"), params) <= 2 * READY + 51 + 2, (filters, before)
