@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -83,16 +84,34 @@ def test_workers_alive_and_the_jobs_they_hold(qdb: QueueDB) -> None:
 
 def test_a_token_guards_metrics_and_nothing_secret_is_served(qdb: QueueDB) -> None:
     plant(qdb, "dead", error="boom")
-    password_dsn = qdb.dsn  # the test server has no password: check the DSN's parts instead
-    with web_server(qdb, MYSQLQ_WEB_TOKEN=TOKEN) as base:
-        assert get(base + "/metrics")[0] == 401
-        assert get(base + "/metrics", {"Authorization": "Bearer wrong-token-0123456789"})[0] == 401
-        found = scrape(base + "/metrics", {"Authorization": f"Bearer {TOKEN}"})
-        assert found["mysqlq_up"] == {(): 1.0}
-        bodies = [get(base + path, {"Authorization": f"Bearer {TOKEN}"})[1] for path in ("/", "/jobs", "/workers")]
+    user, password = f"web_{qdb.name[-8:]}", "pw-" + qdb.name[-8:] + "-secret"
+    for host in ("localhost", "127.0.0.1"):
+        qdb.query(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY %s", (password,))
+        qdb.query(f"GRANT ALL ON {qdb.name}.* TO '{user}'@'{host}'")
+    url = urllib.parse.urlsplit(qdb.dsn)
+    dsn = url._replace(netloc=f"{user}:{password}@{url.hostname or 'localhost'}"
+                       + (f":{url.port}" if url.port else "")).geturl()
+    try:
+        with web_server(qdb, MYSQLQ_WEB_TOKEN=TOKEN, MYSQLQ_DSN=dsn) as base:
+            assert get(base + "/metrics")[0] == 401
+            assert get(base + "/metrics", {"Authorization": "Bearer wrong-token-0123456789"})[0] == 401
+            found = scrape(base + "/metrics", {"Authorization": f"Bearer {TOKEN}"})
+            assert found["mysqlq_up"] == {(): 1.0}
+            auth = {"Authorization": f"Bearer {TOKEN}"}
+            bodies = [get(base + path, auth)[1] for path in ("/", "/jobs", "/jobs/1", "/workers", "/nowhere")]
+            qdb.query(f"DROP USER '{user}'@'localhost', '{user}'@'127.0.0.1'")  # reconnecting now fails
+            for (connection,) in qdb.query("SELECT id FROM information_schema.PROCESSLIST WHERE user = %s", (user,)):
+                qdb.query(f"KILL {int(connection)}")
+            status, down = get(base + "/", auth)
+            bodies += [down, get(base + "/metrics", auth)[1]]
+    finally:
+        qdb.query(f"DROP USER IF EXISTS '{user}'@'localhost', '{user}'@'127.0.0.1'")
+    assert "boom" in bodies[2] and status == 503
     for body in bodies:
-        assert TOKEN not in body
-        assert qdb.name not in body and password_dsn not in body
+        assert TOKEN not in body and password not in body and user not in body
+    log = "".join(path.read_text() for path in qdb.tmp.glob("web-*.log"))
+    assert "web.database_error" in log and "access denied" in log  # the details go to the log...
+    assert password not in log and TOKEN not in log  # ...without the secrets
 
 
 def test_a_database_that_is_gone_gives_up_zero(qdb: QueueDB) -> None:

@@ -15,6 +15,7 @@ from flask import Flask, Response, flash, g, redirect, render_template, request,
 from werkzeug.exceptions import Forbidden, HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
+from .. import logs
 from ..config import Settings
 from ..db import CLI_RETRY, Cursor, Database
 from ..errors import MysqlqError
@@ -111,6 +112,10 @@ def create_app(web: WebSettings) -> Flask:
                                     "frame-ancestors 'none'; form-action 'self'")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
+
+    @app.teardown_request
+    def flush_logs(exc: BaseException | None) -> None:
+        logs.flush()  # console lines are buffered (for the worker's sake): write this request's out
 
     @app.errorhandler(HTTPException)
     def error_page(exc: HTTPException) -> tuple[str, int]:
