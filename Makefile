@@ -8,9 +8,11 @@ STAMP  := $(VENV)/.installed
 # Small pip-installable packages that provide handler entry points.
 LOCAL_PKGS := tests/handlers scripts/handlers
 
-# Debian packages needed to build mysqlclient / systemd-python and to run mariadbd.
+# Debian packages needed to build mysqlclient / systemd-python, to run mariadbd, the browser the
+# dashboard tests drive (Playwright talks to Debian's chromium; it never downloads a browser), and
+# Galera with its state-transfer tools for the cluster tests.
 DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev \
-                libsystemd-dev mariadb-server mariadb-client \
+                libsystemd-dev mariadb-server mariadb-client chromium \
                 galera-4 mariadb-backup socat
 
 # Use sudo for apt-get when not root (and sudo exists).

@@ -134,6 +134,7 @@ class Settings:
     retention_interval: float = 60.0  # seconds between the workers' retention turns
     retention_batch: int = 1000  # rows per retention DELETE
     burst: bool = False
+    metrics_listen: str | None = None  # [host:]port where the worker serves its Prometheus metrics; None: off
 
     def replace(self, **changes: object) -> Settings:
         """A copy with some settings changed (validated again)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 
-from . import hint, logs
+from . import hint, logs, worker_metrics
 from .config import Settings
 from .db import FOREVER, Cursor, Database
 from .handlers import Registry
@@ -58,6 +58,7 @@ class Worker:
         self._last_watchdog = 0.0
         self._polled_since_claim = False
         self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
+        self.metrics = worker_metrics.start(settings)  # per-worker metrics (--metrics-port); a no-op when off
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -213,6 +214,7 @@ class Worker:
     def _log_outcome(self, log: Any, job: ClaimedJob, outcome: Outcome) -> None:
         fields = {"job_id": job.id, "queue": job.queue, "handler": job.handler, "attempt": job.attempt,
                   "duration": round(outcome.duration, 6)}
+        self.metrics.outcome(job, outcome)
         if outcome.kind == "done":
             self.done += 1
             log.info("job.done", **fields)
@@ -238,7 +240,8 @@ class Worker:
         sources: list[Any] = [self._wake_r]
         if self.listener:
             sources.append(self.listener)
-        readable, _, _ = select.select(sources, [], [], max(0.0, timeout))
+        with self.metrics.waiting():
+            readable, _, _ = select.select(sources, [], [], max(0.0, timeout))
         if self._wake_r in readable:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_r, 512)

@@ -61,6 +61,38 @@ EXAMPLE_ENV = """\
 """
 
 
+WEB_UNIT = "mysqlq-web.service"
+EXAMPLE_WEB_ENV = """\
+# mysqlq web (mysqlq-web.service): read after mysqlq.env, which holds MYSQLQ_DSN.
+# Keep this file readable by root only: it holds the dashboard's access token.
+
+# Where to listen. Prometheus and browsers on other hosts need a reachable address, e.g. 0.0.0.0:8080.
+#MYSQLQ_WEB_BIND=127.0.0.1:8080
+
+# Every request must carry this token (Prometheus: `authorization: {credentials_file: ...}`;
+# browsers: the login form). Make one with `openssl rand -hex 24`.
+#MYSQLQ_WEB_TOKEN=
+
+# Show the queues, refuse every action (retry, cancel, pause, resume).
+#MYSQLQ_WEB_READ_ONLY=true
+"""
+
+
+def install_web(root: Path, executable: Path, template: Path) -> list[tuple[str, Path]]:
+    """Write mysqlq-web.service (hardened like the workers' unit) and an example web.env under ``root``."""
+    try:
+        source = template.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the web unit template: {exc}") from None
+    paths = runtime_paths(executable)
+    in_tmp = needs_tmp(paths)
+    rendered = render_unit(source, executable, needs_home(paths), bool(hidden_from_others(paths)) or in_tmp, in_tmp)
+    unit, env = root / UNIT_DIR / WEB_UNIT, root / CONFIG_DIR / "web.env"
+    done = [(_write(unit, rendered, 0o644), unit)]
+    done.append(("kept", env) if env.exists() else (_write(env, EXAMPLE_WEB_ENV, 0o600), env))
+    return done
+
+
 def default_executable() -> Path:
     """The installed ``mysqlq`` console script: the one running, else the venv's, else on PATH."""
     running = Path(sys.argv[0])
@@ -205,14 +237,21 @@ def daemon_reload() -> None:
 @click.option("--template", type=click.Path(dir_okay=False, path_type=Path), default=TEMPLATE_DIR / TEMPLATE,
               help="The unit template (NAME.target is taken from beside it).")
 @click.option("--reload/--no-reload", default=True, help="Run `systemctl daemon-reload` afterwards.")
-def install_systemd(name: str, root: Path, executable: Path | None, template: Path, reload: bool) -> None:
+@click.option("--web", is_flag=True, help=f"Also install {WEB_UNIT} (`mysqlq web`: metrics and dashboard) and "
+              "an example /etc/mysqlq/web.env.")
+def install_systemd(name: str, root: Path, executable: Path | None, template: Path, reload: bool, web: bool) -> None:
     """Install the worker template unit NAME@.service (and NAME.target, which starts and stops the
     enabled instances together); instance NAME@X runs `mysqlq worker --name X`."""
     executable = executable.absolute() if executable else default_executable()
-    for what, path in install(root, name, executable, template):
+    done = install(root, name, executable, template)
+    if web:
+        done += install_web(root, executable, template.parent / WEB_UNIT)
+    for what, path in done:
         click.echo(f"{what} {path}")
     if reload and root.resolve() == Path("/"):
         daemon_reload()
         click.echo("systemctl daemon-reload: done")
     click.echo(f"next: set MYSQLQ_DSN in /etc/mysqlq/mysqlq.env, then `systemctl start {name}@1 {name}@2`"
                f" (at boot: `systemctl enable {name}.target {name}@1 {name}@2`)")
+    if web:
+        click.echo(f"next: set MYSQLQ_WEB_TOKEN in /etc/mysqlq/web.env, then `systemctl enable --now {WEB_UNIT}`")

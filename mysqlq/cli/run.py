@@ -7,6 +7,7 @@ import json
 import click
 
 from .. import handlers as handler_registry
+from .. import worker_metrics
 from ..config import default_worker_name
 from ..db import CLI_RETRY, Database
 from ..durations import parse_retention
@@ -23,6 +24,12 @@ def _split_queues(ctx: click.Context, param: click.Parameter, value: tuple[str, 
 
 def _retention(ctx: click.Context, param: click.Parameter, value: str) -> float:
     return parse_retention(value, f"--{(param.name or '').replace('_', '-')}")
+
+
+def _metrics_listen(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        worker_metrics.parse_listen(value)  # a bad value is a one-line error before anything starts
+    return value
 
 
 def _instance_name() -> str:
@@ -70,6 +77,10 @@ def _instance_name() -> str:
               callback=_retention,
               help="Delete dead jobs this long after they ended (0 or off: keep).")
 @click.option("--burst", is_flag=True, envvar="MYSQLQ_BURST", help="Drain what is ready, then exit 0.")
+@click.option("--metrics-port", "metrics_listen", metavar="[HOST:]PORT", envvar="MYSQLQ_METRICS_PORT",
+              show_envvar=True, default=None, callback=_metrics_listen,
+              help="Serve this worker's Prometheus metrics at http://HOST:PORT/metrics [default: off; HOST: "
+              "127.0.0.1]. Under systemd give each instance its own port (in /etc/mysqlq/INSTANCE.env).")
 @click.pass_context
 def worker(ctx: click.Context, /, name: str | None, queues: tuple[str, ...] | None, **options: object) -> None:
     """Run jobs until SIGTERM: finish the job in hand, release the rest of the batch, exit 0."""

@@ -1,0 +1,54 @@
+"""The ``mysqlq web`` command: serve /metrics and the dashboard with waitress."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..db import CLI_RETRY, Database
+from ..errors import ConfigError
+from ..producer import check_schema
+from . import main, settings
+
+
+def parse_bind(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:8080`` for IPv6) → (host, port); ConfigError for anything else."""
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--bind must be HOST:PORT, e.g. 127.0.0.1:8080, got {value!r}")
+    return host, int(port)
+
+
+@main.command()
+@click.option("--bind", envvar="MYSQLQ_WEB_BIND", show_envvar=True, default="127.0.0.1:8080",
+              help="Address to listen on, HOST:PORT.")
+@click.option("--token", envvar="MYSQLQ_WEB_TOKEN", show_envvar=True, default=None, show_default=False,
+              help="Require this access token on every request (header `Authorization: Bearer TOKEN`, or the "
+              "login form's cookie). Prefer the variable: a command line is visible to every user.")
+@click.option("--read-only", envvar="MYSQLQ_WEB_READ_ONLY", show_envvar=True, is_flag=True,
+              help="Hide and refuse every action (retry, cancel, pause, resume).")
+@click.option("--threads", envvar="MYSQLQ_WEB_THREADS", show_envvar=True, type=click.IntRange(1, 64), default=4,
+              help="Requests served at once (one database connection each).")
+@click.pass_context
+def web(ctx: click.Context, bind: str, token: str | None, read_only: bool, threads: int) -> None:
+    """Serve Prometheus metrics at /metrics and a dashboard at / until SIGTERM."""
+    from waitress.server import create_server
+
+    from ..web import WebSettings, create_app
+
+    host, port = parse_bind(bind)
+    if token is not None and len(token) < 16:
+        raise ConfigError("--token must be at least 16 characters (e.g. `openssl rand -hex 24`)")
+    cfg = settings(ctx, hint_dir=os.environ.get("MYSQLQ_HINT_DIR") or None)
+    Database(cfg.dsn, retry=CLI_RETRY).run(check_schema)
+    app = create_app(WebSettings(cfg, token=token, read_only=read_only))
+    try:
+        server = create_server(app, host=host, port=port, threads=threads, ident="mysqlq")
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
+    mode = ", read-only" if read_only else ""
+    click.echo(f"mysqlq web: serving http://{bind}/ (metrics at /metrics{mode}"
+               f"{', token required' if token else ''})", err=True)
+    server.run()

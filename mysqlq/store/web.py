@@ -1,0 +1,65 @@
+"""What ``mysqlq web`` reads beyond the operations statements (``mysqlq/sql/web.sql``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from ..db import Cursor
+from . import execute, execute_in
+
+LIVE_STATUSES = ("ready", "scheduled", "running", "dead")
+
+
+def queue_names(cur: Cursor) -> list[str]:
+    """Queues that have jobs or a paused/resumed setting, sorted."""
+    execute(cur, "web_queue_names")
+    names = {str(row[0]) for row in cur.fetchall()}
+    execute(cur, "web_known_queues")
+    names.update(str(row[0]) for row in cur.fetchall())
+    return sorted(names)
+
+
+def live_counts(cur: Cursor, queues: Sequence[str]) -> dict[tuple[str, str], int]:
+    """(queue, status) → jobs, for the statuses of LIVE_STATUSES (absent: 0)."""
+    if not queues:
+        return {}
+    execute_in(cur, "web_live_counts", queues)
+    return {(str(queue), str(status)): int(count) for queue, status, count in cur.fetchall()}
+
+
+def oldest_ready_ages(cur: Cursor) -> dict[str, float]:
+    """Per queue with ready jobs: seconds the oldest one has waited (the figure of `mysqlq stats`)."""
+    execute(cur, "oldest_ready_age")
+    return {str(queue): max(0.0, age_us / 1e6) for queue, age_us in cur.fetchall() if age_us is not None}
+
+
+def finished_between(cur: Cursor, after: dt.datetime, upto: dt.datetime) -> dict[tuple[str, str], int]:
+    """(queue, status) → jobs that ended in (after, upto]."""
+    execute(cur, "web_finished_between", {"after": after, "upto": upto})
+    return {(str(queue), str(status)): int(count) for queue, status, count in cur.fetchall()}
+
+
+def finished_per_minute(cur: Cursor, minutes: int) -> list[tuple[str, str, int, int]]:
+    """(queue, status, minutes ago, jobs) for jobs that ended in the last ``minutes`` minutes."""
+    execute(cur, "web_finished_per_minute", {"minutes": minutes})
+    return [(str(q), str(s), int(ago), int(n)) for q, s, ago, n in cur.fetchall()]
+
+
+def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None, before: int | None,
+              limit: int) -> list[dict[str, Any]]:
+    """A page of jobs, newest first, with ids below ``before``."""
+    execute(cur, "web_list_jobs",
+            {"queue": queue, "status": status, "handler": handler, "before": before, "limit": limit})
+    names = [d[0] for d in cur.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def running_jobs(cur: Cursor, limit: int) -> dict[int, list[tuple[int, str, str]]]:
+    """Registry id → (job id, queue, handler) of the jobs each worker holds (at most ``limit`` in all)."""
+    execute(cur, "web_running_jobs", {"limit": limit})
+    held: dict[int, list[tuple[int, str, str]]] = {}
+    for worker_id, job_id, queue, handler in cur.fetchall():
+        held.setdefault(int(worker_id or 0), []).append((int(job_id), str(queue), str(handler)))
+    return held

@@ -1,0 +1,7 @@
+"""``mysqlq web``: Prometheus metrics and a server-rendered dashboard over the store."""
+
+from __future__ import annotations
+
+from .app import WebSettings, create_app
+
+__all__ = ["WebSettings", "create_app"]

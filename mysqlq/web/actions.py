@@ -1,0 +1,66 @@
+"""What the dashboard's buttons do, through the same store functions as `mysqlq retry/cancel/pause`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from .. import hint
+from ..config import Settings
+from ..db import Cursor
+from ..errors import MysqlqError, NotFound
+from ..store import ops as ops_store
+
+RETRY_BATCH = 1000
+Run = Callable[[Callable[[Cursor], Any]], Any]
+
+
+class ActionRefused(MysqlqError):
+    """The job's status does not allow the action (retry of a job that is not dead...)."""
+
+
+def _change(run: Run, statement: str, job_id: int, allowed: tuple[str, ...], verb: str) -> frozenset[str]:
+    def check(found: Mapping[int, tuple[str, str]]) -> None:
+        if job_id not in found:
+            raise NotFound(f"no job with id {job_id}")
+        status = found[job_id][0]
+        if status not in allowed:
+            raise ActionRefused(f"job {job_id} is {status}: only {' or '.join(allowed)} jobs can be {verb}")
+
+    change: ops_store.Change = run(lambda cur: ops_store.change_jobs(cur, statement, [job_id], allowed, check))
+    return change.queues
+
+
+def retry_job(run: Run, settings: Settings, job_id: int) -> str:
+    hint.notify(settings, _change(run, "retry_jobs", job_id, ("dead",), "retried"))
+    return f"job {job_id} is ready again, with its attempts reset"
+
+
+def cancel_job(run: Run, job_id: int) -> str:
+    _change(run, "cancel_jobs", job_id, ("ready", "scheduled"), "cancelled")
+    return f"job {job_id} is cancelled"
+
+
+def retry_dead(run: Run, settings: Settings, queue: str | None) -> str:
+    """Every dead job (of one queue, or of all), in batches of plain reads and fenced updates."""
+    retried, queues = 0, set()
+    while True:
+        found: list[tuple[int, str]] = run(lambda cur: ops_store.dead_jobs(cur, queue, RETRY_BATCH))
+        if not found:
+            break
+        retried += run(partial(ops_store.retry_jobs, ids=[job_id for job_id, _ in found]))
+        queues |= {name for _, name in found}
+        if len(found) < RETRY_BATCH:
+            break
+    if queues:
+        hint.notify(settings, queues)
+    where = f" of queue {queue}" if queue else ""
+    return f"retried {retried} dead job{'s' if retried != 1 else ''}{where}"
+
+
+def set_paused(run: Run, settings: Settings, queue: str, paused: bool) -> str:
+    run(lambda cur: ops_store.set_paused(cur, queue, paused))
+    if not paused:
+        hint.notify(settings, [queue])
+    return f"queue {queue} is {'paused' if paused else 'resumed'}"

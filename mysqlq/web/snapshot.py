@@ -1,0 +1,76 @@
+"""A look at every queue in a few cheap statements, shared by /metrics and the dashboard."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..db import Cursor
+from ..store import ops as ops_store
+from ..store import web as web_store
+from ..store import workers as worker_store
+
+# Jobs count as finished for the counters once they ended this long ago: an outcome's finished_at is
+# stamped when its statement runs and becomes visible at commit, a moment later.
+SETTLE = 2.0
+FINISHED_STATUSES = ("done", "dead", "cancelled")
+
+
+@dataclass
+class QueueView:
+    """One queue: live counts by status, the oldest ready job's age, and whether it is paused."""
+
+    name: str
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(web_store.LIVE_STATUSES, 0))
+    oldest_ready_age: float | None = None
+    paused: bool = False
+
+
+def queues(cur: Cursor) -> list[QueueView]:
+    """Every queue with its live counts (never a count of the history of done jobs)."""
+    names = web_store.queue_names(cur)
+    views = {name: QueueView(name) for name in names}
+    for (queue, status), count in web_store.live_counts(cur, names).items():
+        views[queue].counts[status] = count
+    for queue in ops_store.paused_queues(cur):
+        if queue in views:
+            views[queue].paused = True
+    for queue, age in web_store.oldest_ready_ages(cur).items():
+        if queue in views:
+            views[queue].oldest_ready_age = age
+    return [views[name] for name in names]
+
+
+def workers(cur: Cursor) -> list[dict[str, Any]]:
+    """The registry (as `mysqlq workers` shows it), heartbeat ages in seconds."""
+    rows = worker_store.listing(cur)
+    for row in rows:
+        row["age"] = row.pop("age_us") / 1e6
+        row["heartbeat_age"] = row.pop("heartbeat_age_us") / 1e6
+    return rows
+
+
+class FinishedCounter:
+    """Jobs that ended done, dead or cancelled since this process began counting, per queue.
+
+    Derived from data the workers write anyway (finished_at and its index): each look counts the
+    jobs that ended since the last one, so the workers pay nothing and a look reads only new rows.
+    """
+
+    def __init__(self, settle: float = SETTLE) -> None:
+        self.settle = settle
+        self._lock = threading.Lock()
+        self._since: datetime | None = None
+        self.totals: dict[tuple[str, str], int] = {}
+
+    def update(self, cur: Cursor) -> dict[tuple[str, str], int]:
+        with self._lock:
+            upto = ops_store.cutoff(cur, self.settle)
+            if self._since is not None and upto > self._since:
+                for key, count in web_store.finished_between(cur, self._since, upto).items():
+                    self.totals[key] = self.totals.get(key, 0) + count
+            if self._since is None or upto > self._since:
+                self._since = upto
+            return dict(self.totals)

@@ -1,0 +1,76 @@
+"""The dashboard's pages over HTTP (Flask's test client, the real database): what a job holds is
+shown escaped, bad input is a clear 404, redirects stay on the site, and refusals change nothing."""
+
+from __future__ import annotations
+
+import re
+import socket
+from typing import Any
+
+from mysqlq.web import WebSettings, create_app
+
+from .conftest import QueueDB
+from .ops_fixtures import assert_one_line_error, plant, status_of
+
+
+def client(qdb: QueueDB, **options: Any) -> Any:
+    return create_app(WebSettings(qdb.settings(), **options)).test_client()
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found, page
+    return found.group(1)
+
+
+def test_what_a_job_holds_is_shown_escaped(qdb: QueueDB) -> None:
+    [job_id] = plant(qdb, "dead", error="<img src=x onerror=alert(1)>\nTraceback: <script>")
+    qdb.query("UPDATE mysqlq_jobs SET payload = %s WHERE id = %s", ('{"html": "<script>alert(2)</script>"}', job_id))
+    page = client(qdb).get(f"/jobs/{job_id}").get_data(as_text=True)
+    assert "<script>" not in page and "<img" not in page
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_bad_input_is_a_clear_404(qdb: QueueDB) -> None:
+    web = client(qdb)
+    for path, message in [("/jobs/99999", "no job with id 99999"), ("/jobs?status=zombie", "no job status"),
+                          ("/jobs?before=abc", "not a job id")]:
+        response = web.get(path)
+        assert response.status_code == 404, path
+        assert message in response.get_data(as_text=True), path
+
+
+def test_an_action_refused_by_the_jobs_status_changes_nothing(qdb: QueueDB) -> None:
+    [running] = plant(qdb, "running")
+    web = client(qdb)
+    token = csrf_of(web.get("/").get_data(as_text=True))
+    response = web.post(f"/jobs/{running}/cancel", data={"csrf": token}, follow_redirects=True)
+    assert f"job {running} is running: only ready or scheduled jobs can be cancelled" in response.get_data(as_text=True)
+    response = web.post(f"/jobs/{running}/retry", data={"csrf": token}, follow_redirects=True)
+    assert "only dead jobs can be retried" in response.get_data(as_text=True)
+    assert status_of(qdb, running) == "running"
+
+
+def test_redirects_stay_on_this_site(qdb: QueueDB) -> None:
+    [dead] = plant(qdb, "dead")
+    web = client(qdb)
+    web.get("/")
+    cookie = web.get_cookie("mysqlq_csrf")
+    assert cookie is not None
+    for target in ("//evil.example/", "https://evil.example/", "/\\evil.example"):
+        response = web.post(f"/jobs/{dead}/retry", data={"csrf": cookie.value, "next": target})
+        assert response.status_code == 303
+        assert response.headers["Location"] == f"/jobs/{dead}", target
+    with_token = client(qdb, token="t" * 20)
+    response = with_token.get("/login?next=//evil.example/")
+    assert 'name="next" value="/"' in response.get_data(as_text=True)
+
+
+def test_a_bad_bind_or_a_taken_port_is_one_line(qdb: QueueDB) -> None:
+    assert_one_line_error(qdb.cli("web", "--bind", "8080"), "--bind must be HOST:PORT")
+    assert_one_line_error(qdb.cli("web", "--token", "short"), "--token must be at least 16 characters")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert_one_line_error(qdb.cli("web", "--bind", f"127.0.0.1:{port}"), "cannot listen on 127.0.0.1:")
