@@ -200,7 +200,7 @@ def create_app(web: WebSettings) -> Flask:
     def workers_page() -> str:
         workers = run(snapshot.workers)
         held = run(lambda cur: web_store.running_jobs(cur, HELD_LIMIT))
-        return render_template("workers.html", workers=workers, held=held, alive_within=metrics.ALIVE_WITHIN)
+        return render_template("workers.html", workers=workers, held=held)
 
     # ------------------------------------------------------------------ actions (POST)
 

@@ -17,8 +17,6 @@ from . import snapshot
 
 log = structlog.get_logger("mysqlq.web")
 
-# A worker whose heartbeat is older than this is not counted alive (the default lease).
-ALIVE_WITHIN = 60.0
 
 Run = Callable[[Callable[[Any], Any]], Any]
 
@@ -69,13 +67,13 @@ def _queue_metrics(queues: list[snapshot.QueueView], finished: dict[tuple[str, s
 
 
 def _worker_metrics(workers: list[dict[str, Any]]) -> Iterable[Metric]:
-    alive = GaugeMetricFamily("mysqlq_workers_alive", f"Registered workers whose heartbeat is under "
-                              f"{ALIVE_WITHIN:.0f} s old.")
+    alive = GaugeMetricFamily("mysqlq_workers_alive", "Registered workers whose heartbeat is younger than "
+                              "their own lease (the reaper's test).")
     registered = GaugeMetricFamily("mysqlq_workers_registered", "Workers in the registry, alive or not.")
     heartbeat = GaugeMetricFamily("mysqlq_worker_heartbeat_age_seconds", "Seconds since the worker's last "
                                   "heartbeat.", labels=["worker"])
     running = GaugeMetricFamily("mysqlq_worker_jobs_running", "Jobs the worker holds now.", labels=["worker"])
-    alive.add_metric([], sum(1 for row in workers if row["heartbeat_age"] < ALIVE_WITHIN))
+    alive.add_metric([], sum(1 for row in workers if row["heartbeat_age"] * 1e6 < row["lease_us"]))
     registered.add_metric([], len(workers))
     for row in workers:
         name = f"{row['name']}#{row['id']}" if sum(w["name"] == row["name"] for w in workers) > 1 else row["name"]
