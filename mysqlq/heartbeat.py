@@ -13,6 +13,7 @@ from typing import Any
 from .config import Settings
 from .db import FOREVER, Connection, Database
 from .retention import Retention
+from .store import hints as hint_store
 from .store import workers as store
 from .store.schema import lock_name
 
@@ -31,6 +32,7 @@ class Heartbeat:
         self.on_reaped = on_reaped
         self.db = Database(settings.dsn, retry=FOREVER, on_connect=self._on_connect)
         self.worker_id = 0
+        self.hint_entry: tuple[str | None, bytes | None] = (None, None)  # where producers send hints
         self.leader = False
         self.server_started = 0.0  # monotonic time at which the server (re)started
         self._stop = threading.Event()
@@ -55,6 +57,8 @@ class Heartbeat:
         self.worker_id = self.db.run(
             lambda cur: store.register(cur, settings.worker_name, host, os.getpid(), settings.queues)
         )
+        if self.hint_entry[0]:
+            self.db.run(lambda cur: hint_store.record(cur, self.worker_id, *self.hint_entry))
         earlier = self.db.run(lambda cur: store.previous_lives(cur, self.worker_id, settings.worker_name, host))
         if earlier:
             released = self.db.run(lambda cur: store.reap(cur, earlier, False))
