@@ -22,8 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import bench_bare
+import MySQLdb
+import netns_hosts
 from bench_common import (
     CLK_TCK,
+    DB_PREFIX,
     MYSQLQ,
     SCRIPTS,
     Bench,
@@ -43,9 +46,12 @@ from bench_common import (
     status_counts,
     timer,
     wait_drained,
+    with_database,
 )
 
 import mysqlq
+from mysqlq.db import Database
+from mysqlq.store import schema
 
 DEFAULTS = mysqlq.Settings(dsn=mysqlq.Dsn())
 
@@ -195,6 +201,7 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
 
 
 def w2(bench: Bench, sizes: Sizes) -> list[Figure]:
+    """Latency with the producer beside the workers (unix socket hint), with no hint, and on another host."""
     poll = DEFAULTS.poll_interval
     figures = []
     for hint in (True, False):
@@ -206,6 +213,19 @@ def w2(bench: Bench, sizes: Sizes) -> list[Figure]:
             fig.add(p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
                     p99_ms=percentile(latencies, 99), max_ms=max(latencies), jobs=len(latencies))
         figures.append(emit(fig))
+    reason = netns_hosts.unavailable()
+    if reason:
+        note(f"W2 remote left out: {reason}")
+        return figures
+    fig = Figure("W2", {"hint": "remote", "poll_interval_s": f"{poll:g}", "k": "2"}, spread=("p50_ms", "p99_ms"))
+    with RemoteLab(bench) as lab:
+        for run in range(bench.runs):
+            note(f"W2 run {run + 1}: remote (producer, workers and server on three test hosts), "
+                 f"one job every 20 ms for {sizes.w2_seconds:g} s")
+            latencies = remote_latency_run(bench, lab, f"w2_remote_r{run}", sizes.w2_seconds)
+            fig.add(p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
+                    p99_ms=percentile(latencies, 99), max_ms=max(latencies), jobs=len(latencies))
+    figures.append(emit(fig))
     return figures
 
 
@@ -238,6 +258,76 @@ def latency_run(bench: Bench, name: str, hint: bool, seconds: float, interval: f
         raise RuntimeError(f"{name}: {sent} jobs sent, {len(latencies)} latencies recorded")
     conn.close()
     bench.drop(dsn.database)
+    workers.log.unlink(missing_ok=True)
+    return latencies
+
+
+class RemoteLab:
+    """Three test hosts (scripts/netns_hosts.py): a private server on ``db``, the producer, the workers.
+
+    The server has the same settings as the bench's own; the bench reaches it through its unix
+    socket, the producer and the workers over TCP, each host with its own hint directory.
+    """
+
+    def __init__(self, bench: Bench) -> None:
+        from private_mariadb import PrivateMariaDB
+
+        self.hosts = netns_hosts.Hosts(["db", "producer", "workers"])
+        self.hosts.up()
+        try:
+            self.server = PrivateMariaDB(bench.tmp / "remote-mariadb", die_with_parent=True,
+                                         bind_address=self.hosts.address("db"), netns=self.hosts.namespace("db"))
+            self.server.start()
+        except BaseException:
+            self.hosts.down()
+            raise
+        self.admin = mysqlq.Dsn.parse(self.server.dsn)
+        self.tcp = mysqlq.Dsn.parse(self.server.tcp_dsn)
+
+    def __enter__(self) -> RemoteLab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.server.stop()
+        finally:
+            self.hosts.down()
+
+
+def remote_latency_run(bench: Bench, lab: RemoteLab, name: str, seconds: float, interval: float = 0.02) -> list[float]:
+    database = DB_PREFIX + name
+    admin = MySQLdb.connect(autocommit=True, charset="utf8mb4", **connect_kwargs(lab.admin))
+    admin.cursor().execute(f"CREATE DATABASE `{database}`")
+    admin.close()
+    dsn = with_database(lab.tcp, database)
+    local = with_database(lab.admin, database)
+    migrate = Database(local)
+    migrate.run(lambda cur: schema.migrate(cur, database))
+    migrate.close()
+    conn = bench.connect(local)
+    cur = conn.cursor()
+    record = bench.tmp / f"{name}.latency"
+    record.unlink(missing_ok=True)
+    producer_hints = bench.tmp / f"{name}-producer-hints"
+    producer_hints.mkdir()
+    workers = bench.workers(dsn, 2, tag=name, env={"MYSQLQ_BENCH_LATENCY_FILE": str(record)},
+                            host=lab.hosts.enter("workers"))
+    try:
+        workers.wait_registered(cur, 2)
+        time.sleep(1.0)  # listeners bound, addresses recorded, first poll done: the workers are idle
+        env = clean_env({"MYSQLQ_HINT_DIR": str(producer_hints)})
+        result = subprocess.run([*lab.hosts.enter("producer"), sys.executable, str(SCRIPTS / "bench_producer.py"),
+                                 dsn_url(dsn), str(seconds), str(interval)], env=env, capture_output=True, text=True,
+                                check=True)
+        sent = int(result.stdout.strip())
+        wait_drained(cur, workers, timeout=DEFAULTS.poll_interval * 3 + 10)
+    finally:
+        workers.stop()
+    latencies = [float(line) for line in record.read_text().split()]
+    if len(latencies) != sent:
+        raise RuntimeError(f"{name}: {sent} jobs sent, {len(latencies)} latencies recorded")
+    cur.execute(f"DROP DATABASE `{database}`")
+    conn.close()
     workers.log.unlink(missing_ok=True)
     return latencies
 
