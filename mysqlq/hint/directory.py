@@ -24,7 +24,7 @@ from ..store import hints as store
 from . import address, wire
 
 TTL = 5.0  # seconds a read of the registry is used for
-IDLE_CLOSE = 2 * TTL  # the thread's connection is closed after this long without hints
+IDLE_CLOSE = 2 * TTL  # the thread ends, closing its connection, after this long without hints
 FLUSH_WAIT = 1.0  # at exit, how long owed hints may hold the process up
 
 log = structlog.get_logger("mysqlq.hint")
@@ -65,7 +65,8 @@ class Directory:
         self._kick = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the reading thread, while it runs
+        self._started = False
         self._owed: list[tuple[frozenset[str], float, frozenset[int]]] = []
         self._sockets: dict[int, socket.socket] = {}
         self._warned = False
@@ -136,18 +137,22 @@ class Directory:
         """Wake (or start) the reading thread. Called with the lock held."""
         self.read_at = time.monotonic()  # one read per TTL, even if this one fails
         self._kick.set()
-        if self._thread is None or not self._thread.is_alive():
+        if self._thread is None:
+            if not self._started:
+                self._started = True
+                atexit.register(self.flush, FLUSH_WAIT)
             self._thread = threading.Thread(target=self._loop, name="mysqlq-hint-directory", daemon=True)
             self._thread.start()
-            atexit.register(self.flush, FLUSH_WAIT)
 
     def _loop(self) -> None:
         db = Database(self.dsn, retry=RetryPolicy(attempts=2))
         try:
             while True:
                 if not self._kick.wait(IDLE_CLOSE):
-                    db.close()  # no hints lately: give the server its connection back
-                    continue
+                    with self._lock:  # no hints lately: end, and give the server its connection back
+                        if not self._kick.is_set():
+                            self._thread = None
+                            return
                 self._kick.clear()
                 self._read(db)
         finally:
