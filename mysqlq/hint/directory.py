@@ -73,6 +73,12 @@ class Directory:
 
     # ---------------------------------------------------------------- sending
 
+    def prefetch(self) -> None:
+        """Start reading the registry if what is cached is stale (never waits for it)."""
+        with self._lock:
+            if time.monotonic() - self.read_at >= TTL:
+                self._refresh_soon()
+
     def send(self, queues: Iterable[str], delay: float, reached_locally: set[int]) -> int:
         """Hint the workers not reached through a local socket; returns how many were sent to.
 

@@ -53,11 +53,7 @@ class Listener:
         self._skew_warned = False
 
     def _bind_network(self, settings: Settings) -> None:
-        try:
-            where = address.resolve(settings.hint_bind, settings.dsn)
-        except Exception as exc:  # a bad --hint-bind is refused by Settings; this is the resolver
-            self.log.warning("hint.network_unavailable", error=str(exc))
-            return
+        where = address.resolve(settings.hint_bind, settings.dsn)  # Settings refused a malformed one
         if where is None:
             return
         family = socket.AF_INET6 if ":" in where[0] else socket.AF_INET

@@ -17,7 +17,7 @@ class Sender:
         self.local = LocalSender(settings)
         self.directory = Directory.of(settings.dsn) if settings.hint else None
         if self.directory is not None:
-            self.directory.send((), 0.0, set())  # start reading the registry now, before the first enqueue
+            self.directory.prefetch()  # read the registry now, before the first enqueue needs it
 
     def notify(self, queues: Iterable[str], delay: float = 0.0) -> int:
         """Wake the workers of this database serving these queues; returns how many were reached
