@@ -10,7 +10,8 @@ LOCAL_PKGS := tests/handlers scripts/handlers
 
 # Debian packages needed to build mysqlclient / systemd-python and to run mariadbd.
 DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev \
-                libsystemd-dev mariadb-server mariadb-client
+                libsystemd-dev mariadb-server mariadb-client \
+                galera-4 mariadb-backup socat
 
 # Use sudo for apt-get when not root (and sudo exists).
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || command -v sudo)

@@ -16,7 +16,11 @@ MAX_NAME_LENGTH = 100
 
 @dataclass(frozen=True)
 class Dsn:
-    """Where the database is: parsed from ``mysql://user:password@host:port/db?unix_socket=...``."""
+    """Where the database is: parsed from ``mysql://user:password@host:port/db?unix_socket=...``.
+
+    Several hosts (``mysql://user:pw@h1:3306,h2:3306,h3/db``, the nodes of a cluster) are tried in
+    order: every connection goes to the first one that answers, and moves on when it fails.
+    """
 
     host: str = "127.0.0.1"
     port: int = 3306
@@ -24,6 +28,7 @@ class Dsn:
     password: str = ""
     database: str = "test"
     unix_socket: str | None = None
+    failover: tuple[tuple[str, int], ...] = ()  # the hosts after the first, in order
 
     @classmethod
     def parse(cls, url: str) -> Dsn:
@@ -31,10 +36,9 @@ class Dsn:
         parts = urlsplit(url.strip())
         if parts.scheme not in ("mysql", "mariadb"):
             raise ConfigError("DSN must start with mysql:// or mariadb:// (e.g. mysql://user:pw@host:3306/db)")
-        try:
-            port = parts.port or 3306
-        except ValueError:
-            raise ConfigError("DSN has an invalid port") from None
+        userinfo, _, hostlist = parts.netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        addresses = [_address(item) for item in hostlist.split(",")] if hostlist else [("localhost", 3306)]
         database = unquote(parts.path.lstrip("/"))
         if not database or "/" in database:
             raise ConfigError("DSN must name a database, e.g. mysql://user@host/mydb")
@@ -43,19 +47,28 @@ class Dsn:
         if unknown:
             raise ConfigError(f"DSN has unknown parameter(s): {', '.join(sorted(unknown))} (known: unix_socket)")
         sockets = query.get("unix_socket")
+        if sockets and len(addresses) > 1:
+            raise ConfigError("DSN names several hosts and a unix_socket: give one or the other")
+        (host, port), *rest = addresses
         return cls(
-            host=parts.hostname or "localhost",
+            host=host,
             port=port,
-            user=unquote(parts.username or "root"),
-            password=unquote(parts.password or ""),
+            user=unquote(user or "root"),
+            password=unquote(password),
             database=database,
             unix_socket=sockets[-1] if sockets else None,
+            failover=tuple(rest),
         )
+
+    @property
+    def addresses(self) -> tuple[tuple[str, int], ...]:
+        """Every host, in the order connections try them."""
+        return ((self.host, self.port), *self.failover)
 
     def redacted(self) -> str:
         """The DSN as it may appear in logs and errors: the password is never shown."""
         auth = self.user + (":***" if self.password else "")
-        where = f"{self.host}:{self.port}" if not self.unix_socket else f"{self.host}"
+        where = ",".join(_join(host, port) for host, port in self.addresses) if not self.unix_socket else self.host
         tail = f"?unix_socket={self.unix_socket}" if self.unix_socket else ""
         return f"mysql://{auth}@{where}/{self.database}{tail}"
 
@@ -65,8 +78,27 @@ class Dsn:
     @property
     def identity(self) -> str:
         """A stable string naming this database, used to scope has-task hints."""
-        where = self.unix_socket or f"{self.host}:{self.port}"
+        where = self.unix_socket or ",".join(_join(host, port) for host, port in self.addresses)
         return f"{where}/{self.database}"
+
+
+def _address(item: str) -> tuple[str, int]:
+    """``host``, ``host:port``, ``[v6]`` or ``[v6]:port`` from a DSN's host list."""
+    item = item.strip()
+    if item.startswith("["):
+        host, _, rest = item[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else rest
+    else:
+        host, _, port_text = item.partition(":")
+    if not host:
+        raise ConfigError("DSN has an empty host in its host list")
+    if port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536):
+        raise ConfigError("DSN has an invalid port")
+    return host, int(port_text) if port_text else 3306
+
+
+def _join(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def default_worker_name() -> str:

@@ -16,6 +16,7 @@ import structlog
 
 from .config import Dsn
 from .errors import DatabaseUnavailable
+from .sql import query
 
 T = TypeVar("T")
 Connection = MySQLdb.connections.Connection
@@ -32,6 +33,7 @@ TRANSIENT_CODES = frozenset(
         DEADLOCK,
         LOCK_WAIT_TIMEOUT,
         1040,  # too many connections
+        1047,  # WSREP has not yet prepared node for application use (Galera: not in the primary component)
         1053,  # server shutdown in progress
         1927,  # connection was killed (MariaDB)
         2002,  # can't connect through socket
@@ -58,8 +60,44 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, MySQLdb.OperationalError) and error_code(exc) in TRANSIENT_CODES
 
 
+FAILOVER_CONNECT_TIMEOUT = 3  # seconds per host when a DSN names several: a dead node costs little
+
+
 def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10) -> Connection:
-    """Open an autocommit connection in UTC, translating refusals into one-line errors."""
+    """Open an autocommit connection in UTC, translating refusals into one-line errors.
+
+    With several hosts, the first that accepts (and, on a Galera cluster, is ready for queries) is
+    used; the error names the last failure when none does.
+    """
+    addresses = dsn.addresses
+    failure: DatabaseUnavailable | None = None
+    for host, port in addresses:
+        timeout = connect_timeout if len(addresses) == 1 else min(connect_timeout, FAILOVER_CONNECT_TIMEOUT)
+        try:
+            conn = _connect_one(dsn, host, port, timeout)
+        except DatabaseUnavailable as exc:
+            if not exc.transient:
+                raise
+            failure = exc
+            continue
+        if len(addresses) > 1 and not _node_ready(conn):
+            failure = DatabaseUnavailable(f"the node at {host}:{port} is not ready for queries (wsrep_ready=OFF)",
+                                          transient=True)
+            with contextlib.suppress(MySQLdb.Error):
+                conn.close()
+            continue
+        if isolation:
+            with conn.cursor() as cur:
+                cur.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {isolation}")  # validated by Settings
+        return conn
+    assert failure is not None
+    if len(addresses) > 1:
+        raise DatabaseUnavailable(f"none of the {len(addresses)} hosts of the DSN answers (last: {failure})",
+                                  transient=True)
+    raise failure
+
+
+def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int) -> Connection:
     kwargs: dict[str, Any] = {
         "user": dsn.user,
         "passwd": dsn.password,
@@ -75,11 +113,11 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
     if dsn.unix_socket:
         kwargs["unix_socket"] = dsn.unix_socket
     else:
-        kwargs.update(host=dsn.host, port=dsn.port)
+        kwargs.update(host=host, port=port)
     try:
-        conn = MySQLdb.connect(**kwargs)
+        return MySQLdb.connect(**kwargs)
     except MySQLdb.OperationalError as exc:
-        code, where = error_code(exc), dsn.unix_socket or f"{dsn.host}:{dsn.port}"
+        code, where = error_code(exc), dsn.unix_socket or f"{host}:{port}"
         message = exc.args[1] if len(exc.args) > 1 else str(exc)
         if code == ACCESS_DENIED:
             raise DatabaseUnavailable(
@@ -89,10 +127,23 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
         if code == UNKNOWN_DATABASE:
             raise DatabaseUnavailable(f"database {dsn.database!r} does not exist on {where}", transient=False) from None
         raise DatabaseUnavailable(f"cannot connect to the database at {where}: {message}", transient=True) from None
-    if isolation:
+
+
+def _node_ready(conn: Connection) -> bool:
+    """False for a Galera node that is up but not part of the primary component (it refuses queries)."""
+    try:
         with conn.cursor() as cur:
-            cur.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {isolation}")  # validated by Settings
-    return conn
+            if not _show_is_on(cur, "wsrep_on"):
+                return True
+            return _show_is_on(cur, "wsrep_ready")
+    except MySQLdb.Error:
+        return False
+
+
+def _show_is_on(cur: Cursor, name: str) -> bool:
+    cur.execute(query(name))
+    row = cur.fetchone()
+    return row is not None and str(row[1]).upper() == "ON"
 
 
 @dataclass(frozen=True)

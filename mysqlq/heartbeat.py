@@ -1,5 +1,5 @@
 """A worker's second connection, on a thread of its own: registry row, heartbeats, lease
-extension, and, for the one worker holding the reaper lock, reaping dead workers' claims."""
+extension, and, for the one worker leading (mysqlq.leadership), reaping dead workers' claims."""
 
 from __future__ import annotations
 
@@ -12,13 +12,34 @@ from typing import Any
 
 from .config import Settings
 from .db import FOREVER, Connection, Database
+from .errors import ConfigError
+from .leadership import Leadership
 from .retention import Retention
 from .store import hints as hint_store
+from .store import leadership as leader_store
 from .store import workers as store
-from .store.schema import lock_name
 
 EXPIRED_SWEEP_EVERY = 5  # reaper runs; the lease-expiry sweep is the slow path
 CONFIRM_AFTER = 1.0  # seconds before the second look at a worker whose connection vanished
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process with this pid exists on this host (and is not this one)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def is_live(other: store.Registration) -> bool:
+    """A registration of this name on this host belongs to a live worker, not to an earlier life:
+    its process exists and its heartbeat is within its lease."""
+    return other.heartbeat_age < other.lease and pid_alive(other.pid)
 
 
 class Heartbeat:
@@ -33,17 +54,20 @@ class Heartbeat:
         self.db = Database(settings.dsn, retry=FOREVER, on_connect=self._on_connect)
         self.worker_id = 0
         self.hint_entry: tuple[str | None, bytes | None] = (None, None)  # where producers send hints
-        self.leader = False
+        self.leadership = Leadership(settings, self.db, log, lambda: self.worker_id)
         self.server_started = 0.0  # monotonic time at which the server (re)started
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="mysqlq-heartbeat", daemon=True)
         self._reaps = 0
         self._missing: dict[int, object] = {}  # workers whose connection vanished, by last heartbeat
-        self._lock = lock_name("reaper", settings.dsn.database)
         self.retention = Retention(settings, self.db, log)  # the leader's other chore
 
+    @property
+    def leader(self) -> bool:
+        return self.leadership.leading
+
     def _on_connect(self, conn: Connection) -> None:
-        self.leader = False  # named locks die with the connection
+        self.leadership.connection_lost()  # named locks die with the connection
         with conn.cursor() as cur:
             self.server_started = time.monotonic() - store.server_uptime(cur)
             if self.worker_id:
@@ -52,14 +76,24 @@ class Heartbeat:
                 store.heartbeat(cur, self.worker_id)
 
     def register(self) -> int:
-        """Register (before the first claim) and release what earlier lives of this name held."""
+        """Register (before the first claim) and release what earlier lives of this name held.
+
+        A second live worker of the same name on this host is refused: it would take the first
+        one's registration for an earlier life and give its jobs away.
+        """
         settings, host = self.settings, socket.gethostname()
-        self.worker_id = self.db.run(
-            lambda cur: store.register(cur, settings.worker_name, host, os.getpid(), settings.queues)
-        )
-        if self.hint_entry[0]:
-            self.db.run(lambda cur: hint_store.record(cur, self.worker_id, *self.hint_entry))
-        earlier = self.db.run(lambda cur: store.previous_lives(cur, self.worker_id, settings.worker_name, host))
+        if self.db.run(leader_store.galera):
+            self.leadership.cluster()
+        self.worker_id = self._insert()
+        others = self.db.run(lambda cur: store.same_name(cur, self.worker_id, settings.worker_name, host))
+        live = [other for other in others if other.id < self.worker_id and is_live(other)]
+        if live:
+            worker_id = self.worker_id
+            self.db.run(lambda cur: store.unregister(cur, worker_id))
+            raise ConfigError(
+                f"a worker named {settings.worker_name!r} is already running on {host} (pid {live[0].pid}): "
+                "give each worker its own name (--name, MYSQLQ_WORKER_NAME, or the systemd instance)")
+        earlier = [other.id for other in others if not is_live(other)]
         if earlier:
             released = self.db.run(lambda cur: store.reap(cur, earlier, False))
             self.db.run(lambda cur: store.forget(cur, earlier))
@@ -68,17 +102,29 @@ class Heartbeat:
                 self.on_reaped(released)
         return self.worker_id
 
+    def _insert(self) -> int:
+        settings = self.settings
+        worker_id = self.db.run(lambda cur: store.register(
+            cur, settings.worker_name, socket.gethostname(), os.getpid(), settings.queues,
+            settings.heartbeat_interval, settings.lease))
+        if self.hint_entry[0]:  # where producers on other hosts send this worker's hints
+            self.db.run(lambda cur: hint_store.record(cur, worker_id, *self.hint_entry))
+        return worker_id
+
     def start(self) -> None:
         self._thread.start()
 
     def stop(self, db: Database) -> None:
-        """Stop beating and leave the registry through ``db`` (the worker's own connection).
+        """Stop beating, hand leadership on, and leave the registry, through ``db`` (the worker's own
+        connection).
 
-        The thread may be blocked in GET_LOCK until its next beat; it is not waited for: it ends
-        at its next wake-up, or with the process, and its connection (and lock) with it.
+        The thread may be inside a statement; it is not waited for long: it ends at its next
+        wake-up, or with the process, and its connection with it.
         """
         self._stop.set()
+        self.leadership.wake()
         self._thread.join(timeout=0.2)
+        self.leadership.release(db)
         if self.worker_id:
             try:
                 worker_id = self.worker_id
@@ -87,7 +133,7 @@ class Heartbeat:
                 self.log.warning("worker.unregister_failed", error=str(exc))
 
     def _loop(self) -> None:
-        settings = self.settings
+        settings, lead = self.settings, self.leadership
         now = time.monotonic()
         next_beat, next_reap = now + settings.heartbeat_interval, now
         next_retain = now
@@ -97,50 +143,47 @@ class Heartbeat:
                 if now >= next_beat:
                     self.beat()
                     next_beat = now + settings.heartbeat_interval
-                if self.leader and now >= next_reap:
-                    self.reap()
+                if not lead.leading and now >= lead.next_look and lead.look():
+                    next_reap, self._reaps = now, 0  # a new leader reaps at once, lapsed leases included
+                if lead.leading and now >= next_reap:
+                    if lead.renew():  # the leader's writes are fenced by its epoch; renewing first
+                        self.reap()  # keeps its own clock's verdict fresh too
                     # A worker whose connection vanished gets its second look sooner.
                     next_reap = now + (min(CONFIRM_AFTER, settings.reap_interval) if self._missing
                                        else settings.reap_interval)
-                if self.leader and now >= next_retain:
+                if lead.leading and now >= next_retain:
                     next_retain = now + settings.retention_interval  # also when the turn fails
                     next_retain = now + self.retention.run()  # see mysqlq.retention
-                if self.leader:
+                if lead.leading:
                     self._stop.wait(max(0.0, min(next_beat, next_reap) - time.monotonic()))
-                elif self.await_leadership(next_beat - time.monotonic()):
-                    next_reap = time.monotonic()  # a leader just died: reap at once
+                else:
+                    lead.wait(min(next_beat, lead.next_look) - time.monotonic())
             except Exception as exc:  # never let the thread die: the next beat tries again
                 self.log.error("heartbeat.error", error=f"{type(exc).__name__}: {exc}")
                 self._stop.wait(1.0)
         self.db.close()
-
-    def await_leadership(self, seconds: float) -> bool:
-        """Wait for the reaper lock until the next beat: one query, and it returns the moment
-        the leader's connection dies, so a killed leader is replaced at once."""
-        if seconds <= 0:
-            return False
-        self.leader = self.db.run(lambda cur: store.try_lock(cur, self._lock, seconds))
-        if self.leader:
-            self.log.info("reaper.leader")
-        return self.leader
 
     def beat(self) -> None:
         settings = self.settings
         alive = self.db.run(lambda cur: store.heartbeat(cur, self.worker_id))
         if not alive and not self._stop.is_set():  # while stopping, the row is gone on purpose
             self.log.warning("worker.registration_lost", worker_id=self.worker_id)
-            self.register()
+            self.worker_id = self._insert()
         batch_id = self.current_batch()
         if batch_id is not None:
             self.db.run(lambda cur: store.extend_lease(cur, batch_id, settings.lease))
 
     def reap(self) -> int:
-        """Give the claims of dead workers back (and, every few runs, those of lapsed leases)."""
-        settings = self.settings
+        """Give the claims of dead workers back (and, every few runs, those of lapsed leases).
+
+        Each worker is judged by its own lease, recorded when it registered. The writes are fenced
+        by this leader's epoch: if another worker took the role over meanwhile, they change nothing.
+        """
+        settings, fence = self.settings, self.leadership.fence
         # Connection ids recorded before the server's last start mean nothing; the uptime is read
         # inside the unit, so that a reconnection during it (a restart) is taken into account.
         found = self.db.run(lambda cur: store.dead_workers(
-            cur, settings.lease, settings.processlist_check, time.monotonic() - self.server_started))
+            cur, settings.processlist_check, time.monotonic() - self.server_started))
         # A vanished connection counts once seen twice with the same heartbeat: a live worker
         # whose connection was just replaced beats again (it does so on reconnecting), a dead one
         # cannot. Stale heartbeats need no second look.
@@ -149,15 +192,14 @@ class Heartbeat:
                 if stale or self._missing.get(worker_id, object()) == beat]
         self._missing = missing
         names = self.db.run(lambda cur: store.names(cur, dead)) if dead else {}
-        self._reaps += 1
         sweep = self._reaps % EXPIRED_SWEEP_EVERY == 0
+        self._reaps += 1
         if not dead and not sweep:
             return 0
-        reaped = self.db.run(lambda cur: store.reap(cur, dead, sweep))
-        if dead:
-            self.db.run(lambda cur: store.forget(cur, dead))
-        if reaped or dead:
-            self.log.warning("reaper.reaped", jobs=reaped, dead_workers=",".join(
+        reaped = self.db.run(lambda cur: store.reap(cur, dead, sweep, fence))
+        forgotten = self.db.run(lambda cur: store.forget(cur, dead, fence)) if dead else 0
+        if reaped or forgotten:
+            self.log.warning("reaper.reaped", jobs=reaped, epoch=fence.epoch, dead_workers=",".join(
                 f"{names.get(worker_id, '?')}#{worker_id}" for worker_id in dead))
         if reaped:
             self.on_reaped(reaped)

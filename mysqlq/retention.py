@@ -3,7 +3,7 @@
 Done and cancelled jobs are kept for ``retain_done`` (7 days by default), dead jobs for ``retain_dead``
 (30 days); 0 or None keeps them forever. Age counts from when a job ended (``finished_at``).
 
-Workers do it themselves: the worker holding the reaper lock runs :meth:`Retention.run` from its
+Workers do it themselves: the worker leading the reaper (mysqlq.leadership) runs :meth:`Retention.run` from its
 heartbeat thread, and the ``mysqlq_maintenance`` row ``retention`` makes it one turn per
 ``retention_interval`` across all workers, whoever leads. Each batch is one plain read of up to
 ``retention_batch`` ids on the (status, run_at) index and one autocommit DELETE of those ids by

@@ -129,7 +129,9 @@ class Worker:
         return True
 
     def _poll(self, now: float) -> None:
-        result = self.db.run(lambda cur: claims.poll(cur, self.settings.queues))
+        beacon = self.heartbeat.leadership.beacon
+        result = self.db.run(lambda cur: claims.poll(cur, self.settings.queues, beacon))
+        self.heartbeat.leadership.observe(result.leader_remaining, result.beacon_free)
         self._polled_since_claim = True
         self.next_poll = now + self.settings.poll_interval
         self.paused = result.paused

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -656,21 +655,13 @@ def wait_done(cur: Any, since: int, count: int, timeout: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-def reaper_lock(database: str) -> str:
-    try:
-        from mysqlq.store.schema import lock_name
-
-        return str(lock_name("reaper", database))
-    except ImportError:
-        return "mysqlq:reaper:" + hashlib.sha1(database.encode()).hexdigest()[:20]
-
-
 def pick_victim(cur: Any, workers: Workers, database: str, kind: str) -> str:
-    """The name of the live worker holding the reaper lock (``leader``) or of another live one."""
+    """The name of the live worker leading the reaper (``leader``) or of another live one."""
     live = {name for name, proc in workers.procs.items() if proc.poll() is None}
     deadline = time.monotonic() + 30
     while True:
-        cur.execute("SELECT name FROM mysqlq_workers WHERE connection_id = IS_USED_LOCK(%s)", (reaper_lock(database),))
+        cur.execute("""SELECT w.name FROM mysqlq_workers w JOIN mysqlq_leaders l ON l.worker_id = w.id
+                        WHERE l.role = 'reaper' AND l.lease_until > NOW(6)""")
         row = cur.fetchone()
         leader = str(row[0]) if row else None
         if leader in live:

@@ -53,3 +53,24 @@ def test_password_never_appears_in_text() -> None:
 def test_bad_settings_are_refused(changes: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         Settings(dsn=Dsn(), **changes)  # type: ignore[arg-type]
+
+
+def test_a_dsn_may_name_several_hosts_tried_in_order() -> None:
+    dsn = Dsn.parse("mysql://app:pw@node1:3306,node2,[fd00::3]:3307/jobs")
+    assert dsn.addresses == (("node1", 3306), ("node2", 3306), ("fd00::3", 3307))
+    assert (dsn.host, dsn.port) == ("node1", 3306)
+    assert dsn.redacted() == "mysql://app:***@node1:3306,node2:3306,[fd00::3]:3307/jobs"
+    assert "pw" not in repr(dsn)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("mysql://h1,,h2/jobs", "empty host"),
+        ("mysql://h1:3306,h2:x/jobs", "invalid port"),
+        ("mysql://h1,h2/jobs?unix_socket=/s", "several hosts and a unix_socket"),
+    ],
+)
+def test_bad_host_lists_say_what_is_wrong(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Dsn.parse(url)

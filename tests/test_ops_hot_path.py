@@ -127,7 +127,7 @@ def test_the_skip_locked_claim_reads_only_the_rows_it_locks(big: Connection) -> 
 
 def test_the_idle_poll_reads_a_handful_of_rows(big: Connection) -> None:
     queues = ["hot", "other", "idle"]
-    sql, params = expand("poll", len(queues)), [*queues, *queues]
+    sql, params = expand("poll", len(queues)), [*queues, *queues, "mysqlq:leader:test"]
     # has_ready walks the claim index; MIN(run_at) of scheduled jobs is read off the end of
     # (status, run_at) at planning time ("Select tables optimized away": no table access at all).
     jobs = [access for access in plan(big, sql, params) if access["table_name"] == "mysqlq_jobs"]

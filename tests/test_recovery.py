@@ -41,17 +41,24 @@ def test_every_write_of_a_claim_that_was_taken_over_changes_nothing(qdb: QueueDB
 
 
 def test_a_connection_id_from_before_the_servers_start_is_not_trusted(qdb: QueueDB) -> None:
-    # A worker that last beat 5 s ago, through a connection the server no longer has.
-    qdb.query("""INSERT INTO mysqlq_workers (name, host, pid, connection_id, queues, started_at, heartbeat_at)
-                 VALUES ('w', 'h', 1, 4000000000, 'default', NOW(6), NOW(6) - INTERVAL 5 SECOND)""")
+    # A worker (lease 60 s) that last beat 5 s ago, through a connection the server no longer has.
+    qdb.query("""INSERT INTO mysqlq_workers (name, host, pid, connection_id, node, queues, started_at, heartbeat_at,
+                                             lease_us)
+                 VALUES ('w', 'h', 1, 4000000000, CONCAT(@@hostname, ':', @@port), 'default', NOW(6),
+                         NOW(6) - INTERVAL 5 SECOND, 60000000)""")
     conn = qdb.connect()
     with conn.cursor() as cur:
         # The server has been up for a minute: that connection died, so the worker did.
-        assert registry.dead_workers(cur, stale=60, check_processlist=True, uptime=60) != []
+        assert registry.dead_workers(cur, check_processlist=True, uptime=60) != []
         # The server restarted 2 s ago: the id is from its previous life; only the lease may judge.
-        assert registry.dead_workers(cur, stale=60, check_processlist=True, uptime=2) == []
-        assert registry.dead_workers(cur, stale=60, check_processlist=False, uptime=60) == []
-        assert registry.dead_workers(cur, stale=4, check_processlist=False, uptime=2) != []  # stale heartbeat
+        assert registry.dead_workers(cur, check_processlist=True, uptime=2) == []
+        assert registry.dead_workers(cur, check_processlist=False, uptime=60) == []
+        # A connection on another node (of a cluster) is not in this node's process list: not judged by it.
+        cur.execute("UPDATE mysqlq_workers SET node = 'elsewhere:3306'")
+        assert registry.dead_workers(cur, check_processlist=True, uptime=60) == []
+        # A heartbeat older than the worker's own lease is stale whatever the process list says.
+        cur.execute("UPDATE mysqlq_workers SET lease_us = 4000000")
+        assert registry.dead_workers(cur, check_processlist=False, uptime=2) != []
     conn.close()
 
 

@@ -19,6 +19,7 @@ from ..errors import ConfigError, InvalidJob, MysqlqError
 from ..jobs import STATUSES, Job
 from ..producer import Producer, check_schema
 from ..stats import queue_stats
+from ..store.leadership import galera
 from ..store.schema import applied_version, latest_version, migrate
 from . import main, settings
 
@@ -45,6 +46,11 @@ def check(ctx: click.Context) -> None:
     version = db.run(applied_version)
     db.run(check_schema)
     click.echo(f"database: ok ({cfg.dsn.redacted()}, schema version {version})")
+    if db.run(galera):
+        click.echo("cluster: MariaDB Galera (wsrep_on): leadership and migrations by lease rows, the process-list "
+                   "check per node, no wake-up lock; certification failures retried like deadlocks")
+    else:
+        click.echo("cluster: none (a single server)")
     registry = handler_registry.Registry()
     problems = []
     for info in handler_registry.installed():

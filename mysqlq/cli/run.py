@@ -99,7 +99,7 @@ def handlers(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def workers(ctx: click.Context, as_json: bool) -> None:
-    """List registered workers: age, last heartbeat, and how many jobs each is running."""
+    """List registered workers: age, last heartbeat, lease, jobs running, and which one leads the reaper."""
     cfg = settings(ctx)
     db = Database(cfg.dsn, retry=CLI_RETRY)
     db.run(check_schema)
@@ -110,6 +110,8 @@ def workers(ctx: click.Context, as_json: bool) -> None:
     if not rows:
         click.echo("no workers registered")
     for row in rows:
+        role = "  (leader)" if row["leader"] else ""
         click.echo(f"{row['name']}  host={row['host']} pid={row['pid']} queues={row['queues']} "
                    f"up={row['age_us'] / 1e6:.0f}s heartbeat={row['heartbeat_age_us'] / 1e6:.1f}s ago "
-                   f"running={row['running']}")
+                   f"(every {row['heartbeat_interval_us'] / 1e6:g}s, lease {row['lease_us'] / 1e6:g}s) "
+                   f"running={row['running']}{role}")

@@ -18,9 +18,40 @@ CREATE TABLE IF NOT EXISTS mysqlq_schema_version (
 -- The newest applied migration (fails with 1146 when the table does not exist yet).
 SELECT COALESCE(MAX(version), 0) FROM mysqlq_schema_version;
 
+-- name: create_migration_lock_table
+-- A lease row that lets one `mysqlq migrate` at a time change the schema, on a cluster as on one
+-- server (GET_LOCK is node-local on Galera).
+CREATE TABLE IF NOT EXISTS mysqlq_migration_lock (
+  name VARCHAR(50) NOT NULL PRIMARY KEY,
+  holder VARCHAR(64) NULL,
+  lease_until DATETIME(6) NOT NULL
+) ENGINE=InnoDB;
+
+-- name: add_migration_lock
+-- The lock's one row (once).
+INSERT IGNORE INTO mysqlq_migration_lock (name, holder, lease_until) VALUES ('migrate', NULL, NOW(6));
+
+-- name: take_migration_lock
+-- Take the migration lock for a while if it is free or its holder's lease lapsed (1 row: taken),
+-- or extend it when we hold it.
+UPDATE mysqlq_migration_lock SET holder = %(holder)s, lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
+ WHERE name = 'migrate' AND (holder IS NULL OR holder = %(holder)s OR lease_until < NOW(6));
+
+-- name: release_migration_lock
+-- Give the migration lock back.
+UPDATE mysqlq_migration_lock SET holder = NULL, lease_until = NOW(6) WHERE name = 'migrate' AND holder = %(holder)s;
+
 -- name: record_version
 -- Remember that a migration was applied.
 INSERT INTO mysqlq_schema_version (version, applied_at) VALUES (%(version)s, NOW(6));
+
+-- name: wsrep_on
+-- Whether the server is a Galera cluster node (no row on MySQL; OFF on a plain MariaDB).
+SHOW GLOBAL VARIABLES LIKE 'wsrep_on';
+
+-- name: wsrep_ready
+-- On a Galera node: whether it accepts queries (it is in the primary component and synced enough).
+SHOW GLOBAL STATUS LIKE 'wsrep_ready';
 
 -- name: get_lock
 -- A named server lock (migrations, reaper leadership); 1 when taken.
@@ -58,12 +89,17 @@ ON DUPLICATE KEY UPDATE id = id;
 
 -- name: poll
 -- The idle worker's one question: is anything ready in my queues, when is the next scheduled job
--- due (microseconds from now, negative when overdue), and which of my queues are paused.
+-- due (microseconds from now, negative when overdue), which of my queues are paused; and, so that
+-- followers watch the leader at no extra cost, the microseconds left on the reaper's lease and
+-- whether the leader's wake-up lock is free (its holder's connection died).
 SELECT
   (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
     WHERE queue IN ({ids}) AND status = 'ready' LIMIT 1) AS has_ready,
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(run_at)) FROM mysqlq_jobs WHERE status = 'scheduled') AS next_due_us,
-  (SELECT GROUP_CONCAT(name SEPARATOR '\n') FROM mysqlq_queues WHERE paused AND name IN ({ids})) AS paused;
+  (SELECT GROUP_CONCAT(name SEPARATOR '\n') FROM mysqlq_queues WHERE paused AND name IN ({ids})) AS paused,
+  (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) FROM mysqlq_leaders WHERE role = 'reaper')
+    AS leader_remaining_us,
+  IS_USED_LOCK(%s) IS NULL AS beacon_free;
 
 -- name: promote_due
 -- Make scheduled jobs (delayed or waiting to retry) whose time has come ready.
@@ -145,13 +181,17 @@ UPDATE mysqlq_jobs
 -- ---------------------------------------------------------------- workers, leases, reaper
 
 -- name: register_worker
--- A worker announces itself with the id of its heartbeat connection.
-INSERT INTO mysqlq_workers (name, host, pid, connection_id, queues, started_at, heartbeat_at)
-VALUES (%(name)s, %(host)s, %(pid)s, CONNECTION_ID(), %(queues)s, NOW(6), NOW(6));
+-- A worker announces itself with the id of its heartbeat connection and the settings it is judged by.
+INSERT INTO mysqlq_workers
+  (name, host, pid, connection_id, node, queues, started_at, heartbeat_at, heartbeat_interval_us, lease_us)
+VALUES (%(name)s, %(host)s, %(pid)s, CONNECTION_ID(), CONCAT(@@hostname, ':', @@port), %(queues)s, NOW(6), NOW(6),
+        %(heartbeat_us)s, %(lease_us)s);
 
 -- name: heartbeat
--- A live worker says so (0 rows: the reaper gave it up for dead and it must register again).
-UPDATE mysqlq_workers SET heartbeat_at = NOW(6), connection_id = CONNECTION_ID() WHERE id = %(id)s;
+-- A live worker says so, with its connection's id and node (0 rows: the reaper gave it up for dead
+-- and it must register again).
+UPDATE mysqlq_workers SET heartbeat_at = NOW(6), connection_id = CONNECTION_ID(), node = CONCAT(@@hostname, ':', @@port)
+ WHERE id = %(id)s;
 
 -- name: extend_lease
 -- A live worker keeps the claim on the batch it is working through.
@@ -162,23 +202,26 @@ UPDATE mysqlq_jobs SET lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
 -- A worker that stops cleanly leaves the registry.
 DELETE FROM mysqlq_workers WHERE id = %(id)s;
 
--- name: previous_lives
--- Registry rows left by earlier runs of a worker with this name on this host.
-SELECT id FROM mysqlq_workers WHERE name = %(name)s AND host = %(host)s AND id <> %(id)s;
+-- name: same_name_workers
+-- Other registrations of a worker name on a host: earlier lives, or a second live worker of that name.
+SELECT id, pid, TIMESTAMPDIFF(MICROSECOND, heartbeat_at, NOW(6)) AS heartbeat_age_us, lease_us
+  FROM mysqlq_workers WHERE name = %(name)s AND host = %(host)s AND id <> %(id)s ORDER BY id;
 
 -- name: server_uptime
 -- Seconds since the server started (after a restart, workers need a moment to re-register).
 SHOW GLOBAL STATUS LIKE 'Uptime';
 
 -- name: dead_workers
--- Workers whose heartbeat is stale (stale = 1), or, when checked, whose connection no longer
--- exists (stale = 0; the caller confirms those on a second look). A beat writes heartbeat_at and
--- connection_id together, so an id is only trusted if it was written since the server started:
--- after a restart, a worker still reconnecting is judged by its lease.
-SELECT id, heartbeat_at, heartbeat_at < NOW(6) - INTERVAL %(stale_us)s MICROSECOND AS stale
+-- Workers whose heartbeat is older than their own lease (stale = 1), or, when checked, whose
+-- connection no longer exists (stale = 0; the caller confirms those on a second look). A beat writes
+-- heartbeat_at, connection_id and node together, so an id is only trusted if it was written since
+-- the server started (after a restart, a worker still reconnecting is judged by its lease) and only
+-- judged by the process list of its own node (on a cluster, other nodes' connections are not listed).
+SELECT id, heartbeat_at, heartbeat_at < NOW(6) - INTERVAL lease_us MICROSECOND AS stale
   FROM mysqlq_workers
- WHERE heartbeat_at < NOW(6) - INTERVAL %(stale_us)s MICROSECOND
+ WHERE heartbeat_at < NOW(6) - INTERVAL lease_us MICROSECOND
     OR (%(check_processlist)s
+        AND node = CONCAT(@@hostname, ':', @@port)
         AND heartbeat_at > NOW(6) - INTERVAL %(uptime_us)s MICROSECOND
         AND connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST));
 
@@ -188,7 +231,9 @@ SELECT id, name FROM mysqlq_workers WHERE id IN ({ids});
 
 -- name: reap_jobs
 -- Running jobs of dead workers (and, with the flag, with an expired lease or no worker row) go back
--- to ready; those that used up their attempts this way (poison jobs) end dead.
+-- to ready; those that used up their attempts this way (poison jobs) end dead. Fenced by leadership:
+-- only the reaper leader of the given epoch changes anything (a NULL epoch: a worker releasing its
+-- own previous lives, which needs no leadership).
 UPDATE mysqlq_jobs j LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
    SET j.status = IF(j.attempts >= j.max_attempts, 'dead', 'ready'),
        j.finished_at = IF(j.attempts >= j.max_attempts, NOW(6), NULL),
@@ -196,19 +241,62 @@ UPDATE mysqlq_jobs j LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
                              j.attempts, ' of ', j.max_attempts),
        j.batch_id = NULL, j.lease_until = NULL
  WHERE j.status = 'running'
-   AND (j.worker_id IN ({ids}) OR (%s AND (j.lease_until < NOW(6) OR w.id IS NULL)));
+   AND (j.worker_id IN ({ids}) OR (%s AND (j.lease_until < NOW(6) OR w.id IS NULL)))
+   AND (%s IS NULL OR EXISTS (SELECT 1 FROM mysqlq_leaders l
+                               WHERE l.role = 'reaper' AND l.worker_id = %s AND l.epoch = %s));
 
 -- name: delete_workers
--- Forget registry rows of workers found dead.
-DELETE FROM mysqlq_workers WHERE id IN ({ids});
+-- Forget registry rows of workers found dead (fenced like reap_jobs).
+DELETE FROM mysqlq_workers
+ WHERE id IN ({ids})
+   AND (%s IS NULL OR EXISTS (SELECT 1 FROM mysqlq_leaders l
+                               WHERE l.role = 'reaper' AND l.worker_id = %s AND l.epoch = %s));
 
 -- name: list_workers
--- The registry with what each worker holds.
-SELECT w.id, w.name, w.host, w.pid, w.connection_id, w.queues,
+-- The registry with what each worker holds, its settings, and whether it leads the reaper.
+SELECT w.id, w.name, w.host, w.pid, w.connection_id, w.node, w.queues,
        TIMESTAMPDIFF(MICROSECOND, w.started_at, NOW(6)) AS age_us,
        TIMESTAMPDIFF(MICROSECOND, w.heartbeat_at, NOW(6)) AS heartbeat_age_us,
-       (SELECT COUNT(*) FROM mysqlq_jobs j WHERE j.status = 'running' AND j.worker_id = w.id) AS running
+       w.heartbeat_interval_us, w.lease_us,
+       (SELECT COUNT(*) FROM mysqlq_jobs j WHERE j.status = 'running' AND j.worker_id = w.id) AS running,
+       EXISTS (SELECT 1 FROM mysqlq_leaders l
+                WHERE l.role = 'reaper' AND l.worker_id = w.id AND l.lease_until > NOW(6)) AS leader
   FROM mysqlq_workers w ORDER BY w.name, w.id;
+
+-- ---------------------------------------------------------------- leadership
+
+-- name: leader_state
+-- Who holds a role's lease, its epoch, and the microseconds left on it (negative: lapsed).
+SELECT worker_id, epoch, TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) AS remaining_us
+  FROM mysqlq_leaders WHERE role = %(role)s;
+
+-- name: acquire_leadership
+-- Take a role's lease under a new epoch (read back with LAST_INSERT_ID()) if it lapsed, or, when
+-- stealing, if the connection of its holder, on this node, no longer exists (killed, not frozen).
+UPDATE mysqlq_leaders
+   SET worker_id = %(worker_id)s, connection_id = CONNECTION_ID(), node = CONCAT(@@hostname, ':', @@port),
+       epoch = LAST_INSERT_ID(epoch + 1), lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
+ WHERE role = %(role)s
+   AND (lease_until < NOW(6)
+        OR (%(steal)s AND node = CONCAT(@@hostname, ':', @@port)
+            AND (connection_id IS NULL
+                 OR connection_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST))));
+
+-- name: renew_leadership
+-- The leader extends its lease; 0 rows: another worker took the role over (a newer epoch).
+UPDATE mysqlq_leaders
+   SET lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND, connection_id = CONNECTION_ID(),
+       node = CONCAT(@@hostname, ':', @@port)
+ WHERE role = %(role)s AND worker_id = %(worker_id)s AND epoch = %(epoch)s;
+
+-- name: release_leadership
+-- A leader that stops lets the role lapse at once, so that another worker takes it over.
+UPDATE mysqlq_leaders SET lease_until = NOW(6) - INTERVAL 1 SECOND, worker_id = NULL, connection_id = NULL
+ WHERE role = %(role)s AND worker_id = %(worker_id)s AND epoch = %(epoch)s;
+
+-- name: last_insert_id
+-- The value LAST_INSERT_ID(expr) set in this session's last statement.
+SELECT LAST_INSERT_ID();
 
 -- ---------------------------------------------------------------- stats
 
