@@ -29,7 +29,11 @@ def test_bad_bind_addresses_are_refused_in_one_line(spec: str, message: str) -> 
 
 def test_auto_is_the_address_on_the_route_to_the_database() -> None:
     # Connecting a UDP socket sends nothing: any routable address shows which local address it would use.
-    assert address.resolve("auto", Dsn(host="192.0.2.77")) in ((address.route_address(Dsn(host="192.0.2.77")), 0), None)
+    route = address.route_address(Dsn(host="192.0.2.77"))
+    if route is None:  # a machine with no route there: nothing to bind
+        assert address.resolve("auto", Dsn(host="192.0.2.77")) is None
+    else:
+        assert address.resolve("auto", Dsn(host="192.0.2.77")) == (route, 0)
     assert address.resolve("auto", Dsn(host="127.0.0.1")) is None  # the database is here: unix sockets serve
     assert address.resolve("auto", Dsn(unix_socket="/run/mysqld/mysqld.sock")) is None
     assert address.resolve("off", Dsn(host="192.0.2.77")) is None

@@ -66,7 +66,8 @@ def _instance_name() -> str:
               "IPv6; port 0: any), off, or auto = this host's address on the route to the database, any port "
               "(none when the database is reached through loopback or a unix socket).")
 @click.option("--hint-dir", envvar="MYSQLQ_HINT_DIR", show_envvar=True, default=None,
-              help="Directory of hint sockets [default: /run/mysqlq if writable, else a per-user temp dir].")
+              help="Directory of hint sockets [default: /run/mysqlq, created if missing and allowed; else a per-user "
+              "temp dir].")
 @click.option("--retain-done", metavar="AGE", envvar="MYSQLQ_RETAIN_DONE", show_envvar=True, default="7d",
               callback=_retention,
               help="Delete done and cancelled jobs this long after they ended (90s, 30m, 12h, 7d; 0 or off: keep).")
