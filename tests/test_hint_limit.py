@@ -115,3 +115,15 @@ def test_unsigned_datagrams_are_counted_and_ignored(listener: Listener) -> None:
     wake = listener.wake(listener.sockets, ["default"], (), progress=0)
     assert not wake.claim
     assert listener.rejected == {"malformed": 50, "bad signature": 50}
+
+
+def test_network_hints_work_when_the_hint_directory_cannot_be_used(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "file").write_text("")
+    settings = Settings(dsn=Dsn(), hint_dir=str(tmp_path / "file" / "hints"), hint_bind="127.0.0.1:0")
+    listener = Listener(settings)
+    try:
+        assert listener.local is None and listener.sockets == [listener.udp]
+        send(listener, 1)
+        assert listener.wake(listener.sockets, ["default"], (), progress=0).claim
+    finally:
+        listener.close()

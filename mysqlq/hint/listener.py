@@ -38,14 +38,21 @@ class Listener:
 
     def __init__(self, settings: Settings, log: Any = None) -> None:
         self.log = log or structlog.get_logger("mysqlq.hint")
-        self.local = LocalListener(settings)
+        self.local: LocalListener | None = None
+        try:
+            self.local = LocalListener(settings)
+        except OSError as exc:  # the network hint may still work: each half stands alone
+            self.log.warning("hint.local_unavailable", error=str(exc),
+                             note="producers on this host cannot wake this worker; their jobs wait for the poll")
         self.key = new_key()
         self.verifier = Verifier(self.key)
         self.budget = WakeBudget()
         self.udp: socket.socket | None = None
         self.advertised: str | None = None  # "host:port" recorded in the registry
         self._bind_network(settings)
-        self.sockets = [self.local.sock] + ([self.udp] if self.udp else [])
+        self.sockets = [half for half in (self.local.sock if self.local else None, self.udp) if half is not None]
+        if not self.sockets:
+            raise OSError("no hint socket could be bound")
         self.rejected: dict[str, int] = {}
         self._charged: int | None = None  # progress mark when the last wake-up took a token
         self._deferred: Wake | None = None  # a wake-up waiting for a token
@@ -115,7 +122,7 @@ class Listener:
 
     def _read(self, readable: Iterable[Any]) -> list[Hint]:
         ready = set(readable)
-        hints = self.local.drain() if self.local.sock in ready else []
+        hints = self.local.drain() if self.local is not None and self.local.sock in ready else []
         if self.udp is not None and self.udp in ready:
             for _ in range(MAX_DATAGRAMS):
                 try:
@@ -137,6 +144,7 @@ class Listener:
                                  "are ignored and its jobs wait for the poll: synchronise the clocks (NTP)")
 
     def close(self) -> None:
-        self.local.close()
+        if self.local is not None:
+            self.local.close()
         if self.udp is not None:
             self.udp.close()
