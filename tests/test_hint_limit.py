@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -125,5 +126,32 @@ def test_network_hints_work_when_the_hint_directory_cannot_be_used(tmp_path: pat
         assert listener.local is None and listener.sockets == [listener.udp]
         send(listener, 1)
         assert listener.wake(listener.sockets, ["default"], (), progress=0).claim
+    finally:
+        listener.close()
+
+
+class Recorder:
+    """A logger that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, dict[str, object]]] = []
+
+    def __getattr__(self, level: str) -> object:
+        return lambda event, **fields: self.events.append((level, event, fields))
+
+
+def test_hints_from_a_clock_far_off_are_refused_and_said_once(tmp_path: pathlib.Path) -> None:
+    log = Recorder()
+    listener = Listener(Settings(dsn=Dsn(), hint_dir=str(tmp_path / "hints"), hint_bind="127.0.0.1:0"), log)
+    try:
+        assert listener.advertised
+        host, port = listener.advertised.rsplit(":", 1)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            for _ in range(3):
+                sock.sendto(wire.encode(listener.key, "default", 0, now=time.time() - 3600), (host, int(port)))
+        assert not listener.wake(listener.sockets, ["default"], (), progress=0).claim
+        assert listener.rejected == {"outside the time window": 3}
+        warnings = [event for level, event, _ in log.events if level == "warning"]
+        assert warnings == ["hint.clock_skew"]
     finally:
         listener.close()
