@@ -127,6 +127,7 @@ class Settings:
     max_payload_bytes: int = 1024 * 1024
     hint_dir: str | None = None
     hint: bool = True
+    hint_bind: str = "auto"  # where a worker takes network hints: auto, off, or ADDR[:PORT]
     isolation: str | None = None
     claim_strategy: str = "update"
     retain_done: float | None = 7 * 86400.0  # seconds done/cancelled jobs are kept; 0 or None: forever
@@ -170,6 +171,9 @@ class Settings:
             raise ConfigError("isolation must be 'REPEATABLE READ' or 'READ COMMITTED'")
         if self.claim_strategy not in ("update", "skip-locked"):
             raise ConfigError("claim strategy must be 'update' or 'skip-locked'")
+        from .hint.address import parse_bind  # late: the hint package imports this module
+
+        parse_bind(self.hint_bind)
 
 
 def check_name(kind: str, value: str, error: type[MysqlqError] = ConfigError) -> str:

@@ -15,6 +15,7 @@ from .db import FOREVER, Connection, Database
 from .errors import ConfigError
 from .leadership import Leadership
 from .retention import Retention
+from .store import hints as hint_store
 from .store import leadership as leader_store
 from .store import workers as store
 
@@ -52,6 +53,7 @@ class Heartbeat:
         self.on_reaped = on_reaped
         self.db = Database(settings.dsn, retry=FOREVER, on_connect=self._on_connect)
         self.worker_id = 0
+        self.hint_entry: tuple[str | None, bytes | None] = (None, None)  # where producers send hints
         self.leadership = Leadership(settings, self.db, log, lambda: self.worker_id)
         self.server_started = 0.0  # monotonic time at which the server (re)started
         self._stop = threading.Event()
@@ -102,9 +104,12 @@ class Heartbeat:
 
     def _insert(self) -> int:
         settings = self.settings
-        return self.db.run(lambda cur: store.register(
+        worker_id = self.db.run(lambda cur: store.register(
             cur, settings.worker_name, socket.gethostname(), os.getpid(), settings.queues,
             settings.heartbeat_interval, settings.lease))
+        if self.hint_entry[0]:  # where producers on other hosts send this worker's hints
+            self.db.run(lambda cur: hint_store.record(cur, worker_id, *self.hint_entry))
+        return worker_id
 
     def start(self) -> None:
         self._thread.start()

@@ -31,7 +31,7 @@ def check_schema(cur: Cursor) -> None:
 
 
 class Producer:
-    """Enqueues jobs on a connection of its own (autocommit), then hints local workers.
+    """Enqueues jobs on a connection of its own (autocommit), then hints idle workers (mysqlq.hint).
 
     >>> with Producer(Settings(dsn=Dsn.parse("mysql://app:pw@db/app"))) as q:
     ...     job_id = q.enqueue("mail.send", {"to": "a@example.com"})
@@ -154,7 +154,7 @@ class Transaction:
 def enqueue_on(conn: Connection, job: Job, settings: Settings | None = None) -> int:
     """Enqueue on a connection the caller holds, in its current transaction; nothing is committed.
 
-    Call :func:`mysqlq.hint.notify` after your commit to wake local workers at once;
+    Call :func:`mysqlq.hint.notify` after your commit to wake idle workers at once;
     without it the job starts at the workers' next poll.
     """
     row = job.row(settings or Settings(dsn=Dsn()))

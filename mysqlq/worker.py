@@ -65,13 +65,14 @@ class Worker:
     def run(self) -> int:
         self._install_signals()
         self.db.run(check_schema)
-        self.heartbeat.register()
-        self.heartbeat.start()
-        if self.settings.hint:
+        if self.settings.hint:  # before registering: the registry row says where network hints go
             try:
-                self.listener = hint.Listener(self.settings)
+                self.listener = hint.Listener(self.settings, self.log)
+                self.heartbeat.hint_entry = self.listener.registry_entry
             except OSError as exc:
                 self.log.warning("hint.unavailable", error=str(exc), note="polling only")
+        self.heartbeat.register()
+        self.heartbeat.start()
         self.log.info("worker.started", queues=",".join(self.settings.queues), worker_id=self.heartbeat.worker_id,
                       batch_size=self.settings.batch_size, dsn=self.settings.dsn.redacted())
         self.notifier.ready(self._status("idle"))
@@ -239,21 +240,23 @@ class Worker:
             timeout = min(timeout, self._watchdog_period)
         sources: list[Any] = [self._wake_r]
         if self.listener:
-            sources.append(self.listener)
+            sources += self.listener.sockets
+            postponed = self.listener.deferred_for()  # a hinted wake-up waiting for the rate bound
+            if postponed is not None:
+                timeout = min(timeout, postponed)
         with self.metrics.waiting():
             readable, _, _ = select.select(sources, [], [], max(0.0, timeout))
         if self._wake_r in readable:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_r, 512)
-        if self.listener and self.listener in readable:
-            for item in self.listener.drain():
-                if item.queue in self.paused:
-                    self.next_poll = 0.0  # perhaps resumed (`mysqlq resume` hints): look again now
-                elif item.queue == hint.ANY_QUEUE or item.queue in self.settings.queues:
-                    if item.delay <= 0:
-                        self.want_claim = True
-                    else:
-                        self._due_in(item.delay)
+        if self.listener:
+            wake = self.listener.wake(readable, self.settings.queues, self.paused, self.done + self.failed)
+            if wake.claim:
+                self.want_claim = True
+            if wake.poll:
+                self.next_poll = 0.0
+            if wake.due is not None:
+                self._due_in(wake.due)
 
     @property
     def _watchdog_period(self) -> float | None:

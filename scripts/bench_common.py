@@ -231,9 +231,9 @@ class Bench:
     # -------------------------------------------------------------------- workers
 
     def workers(self, dsn: mysqlq.Dsn, k: int, *options: str, tag: str, global_options: Sequence[str] = (),
-                env: dict[str, str] | None = None) -> Workers:
+                env: dict[str, str] | None = None, host: Sequence[str] = ()) -> Workers:
         """Start K ``mysqlq worker`` processes with default settings plus ``options``; stderr to a log file."""
-        return Workers(self, dsn, k, options, tag, global_options, env or {})
+        return Workers(self, dsn, k, options, tag, global_options, env or {}, host)
 
     def spawn(self, args: Sequence[str], *, env: dict[str, str], log: pathlib.Path) -> subprocess.Popen[bytes]:
         with log.open("ab") as err:
@@ -279,7 +279,8 @@ class Workers:
     """K ``mysqlq worker`` processes named ``<tag>-<i>``."""
 
     def __init__(self, bench: Bench, dsn: mysqlq.Dsn, k: int, options: Sequence[str], tag: str,
-                 global_options: Sequence[str], env: dict[str, str]) -> None:
+                 global_options: Sequence[str], env: dict[str, str], host: Sequence[str] = ()) -> None:
+        self.host = list(host)  # a command prefix that runs them on another (test) host: ip netns exec NS
         self.bench = bench
         self.dsn = dsn
         self.options = list(options)
@@ -294,7 +295,8 @@ class Workers:
 
     def add(self) -> str:
         name = f"{self.tag}-{len(self.procs) + 1}"
-        args = [MYSQLQ, "--dsn", dsn_url(self.dsn), *self.global_options, "worker", "--name", name, *self.options]
+        args = [*self.host, MYSQLQ, "--dsn", dsn_url(self.dsn), *self.global_options, "worker", "--name", name,
+                *self.options]
         self.procs[name] = self.bench.spawn(args, env=self.env, log=self.log)
         return name
 

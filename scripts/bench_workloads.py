@@ -13,16 +13,21 @@ import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import bench_bare
+import MySQLdb
+import netns_hosts
 from bench_common import (
     CLK_TCK,
+    DB_PREFIX,
     MYSQLQ,
     SCRIPTS,
     Bench,
@@ -42,9 +47,12 @@ from bench_common import (
     status_counts,
     timer,
     wait_drained,
+    with_database,
 )
 
 import mysqlq
+from mysqlq.db import Database
+from mysqlq.store import schema
 
 DEFAULTS = mysqlq.Settings(dsn=mysqlq.Dsn())
 
@@ -194,6 +202,7 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
 
 
 def w2(bench: Bench, sizes: Sizes) -> list[Figure]:
+    """Latency with the producer beside the workers (unix socket hint), with no hint, and on another host."""
     poll = DEFAULTS.poll_interval
     figures = []
     for hint in (True, False):
@@ -205,6 +214,19 @@ def w2(bench: Bench, sizes: Sizes) -> list[Figure]:
             fig.add(p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
                     p99_ms=percentile(latencies, 99), max_ms=max(latencies), jobs=len(latencies))
         figures.append(emit(fig))
+    reason = netns_hosts.unavailable()
+    if reason:
+        note(f"W2 remote left out: {reason}")
+        return figures
+    fig = Figure("W2", {"hint": "remote", "poll_interval_s": f"{poll:g}", "k": "2"}, spread=("p50_ms", "p99_ms"))
+    with RemoteLab(bench) as lab:
+        for run in range(bench.runs):
+            note(f"W2 run {run + 1}: remote (producer, workers and server on three test hosts), "
+                 f"one job every 20 ms for {sizes.w2_seconds:g} s")
+            latencies = remote_latency_run(bench, lab, f"w2_remote_r{run}", sizes.w2_seconds)
+            fig.add(p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
+                    p99_ms=percentile(latencies, 99), max_ms=max(latencies), jobs=len(latencies))
+    figures.append(emit(fig))
     return figures
 
 
@@ -241,46 +263,151 @@ def latency_run(bench: Bench, name: str, hint: bool, seconds: float, interval: f
     return latencies
 
 
+class RemoteLab:
+    """Three test hosts (scripts/netns_hosts.py): a private server on ``db``, the producer, the workers.
+
+    The server has the same settings as the bench's own; the bench reaches it through its unix
+    socket, the producer and the workers over TCP, each host with its own hint directory.
+    """
+
+    def __init__(self, bench: Bench) -> None:
+        from private_mariadb import PrivateMariaDB
+
+        self.hosts = netns_hosts.Hosts(["db", "producer", "workers"])
+        self.hosts.up()
+        try:
+            self.server = PrivateMariaDB(bench.tmp / "remote-mariadb", die_with_parent=True,
+                                         bind_address=self.hosts.address("db"), netns=self.hosts.namespace("db"))
+            self.server.start()
+        except BaseException:
+            self.hosts.down()
+            raise
+        self.admin = mysqlq.Dsn.parse(self.server.dsn)
+        self.tcp = mysqlq.Dsn.parse(self.server.tcp_dsn)
+
+    def __enter__(self) -> RemoteLab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.server.stop()
+        finally:
+            self.hosts.down()
+
+
+def remote_latency_run(bench: Bench, lab: RemoteLab, name: str, seconds: float, interval: float = 0.02) -> list[float]:
+    database = DB_PREFIX + name
+    admin = MySQLdb.connect(autocommit=True, charset="utf8mb4", **connect_kwargs(lab.admin))
+    admin.cursor().execute(f"CREATE DATABASE `{database}`")
+    admin.close()
+    dsn = with_database(lab.tcp, database)
+    local = with_database(lab.admin, database)
+    migrate = Database(local)
+    migrate.run(lambda cur: schema.migrate(cur, database))
+    migrate.close()
+    conn = bench.connect(local)
+    cur = conn.cursor()
+    record = bench.tmp / f"{name}.latency"
+    record.unlink(missing_ok=True)
+    producer_hints = bench.tmp / f"{name}-producer-hints"
+    producer_hints.mkdir()
+    workers = bench.workers(dsn, 2, tag=name, env={"MYSQLQ_BENCH_LATENCY_FILE": str(record)},
+                            host=lab.hosts.enter("workers"))
+    try:
+        workers.wait_registered(cur, 2)
+        time.sleep(1.0)  # listeners bound, addresses recorded, first poll done: the workers are idle
+        env = clean_env({"MYSQLQ_HINT_DIR": str(producer_hints)})
+        result = subprocess.run([*lab.hosts.enter("producer"), sys.executable, str(SCRIPTS / "bench_producer.py"),
+                                 dsn_url(dsn), str(seconds), str(interval)], env=env, capture_output=True, text=True,
+                                check=True)
+        sent = int(result.stdout.strip())
+        wait_drained(cur, workers, timeout=DEFAULTS.poll_interval * 3 + 10)
+    finally:
+        workers.stop()
+    latencies = [float(line) for line in record.read_text().split()]
+    if len(latencies) != sent:
+        raise RuntimeError(f"{name}: {sent} jobs sent, {len(latencies)} latencies recorded")
+    cur.execute(f"DROP DATABASE `{database}`")
+    conn.close()
+    workers.log.unlink(missing_ok=True)
+    return latencies
+
+
 # ---------------------------------------------------------------------------- W3
 
 
 def w3(bench: Bench, sizes: Sizes, k: int = 4, settle: float = 3.0) -> list[Figure]:
-    fig = Figure("W3", {"k": str(k), "window_s": f"{sizes.w3_seconds:g}"},
-                 spread=("queries_s_per_worker", "cpu_pct_per_worker"))
-    for run in range(bench.runs):
-        note(f"W3 run {run + 1}: {k} idle workers, {sizes.w3_seconds:g} s window after {settle:g} s to settle")
-        name = f"w3_r{run}"
-        dsn = bench.fresh(name)
-        conn = bench.connect(dsn)
-        cur = conn.cursor()
-        own = -bench.questions() + bench.questions()  # what one reading adds by itself
-        workers = bench.workers(dsn, k, tag=name)
-        try:
-            workers.wait_registered(cur, k)
-            time.sleep(settle)
-            server0 = server_cpu(bench)
-            cpu0 = workers.cpu_seconds()
-            q0 = bench.questions()
-            t0 = time.perf_counter()
-            time.sleep(sizes.w3_seconds)
-            q1 = bench.questions()
-            t1 = time.perf_counter()
-            cpu1 = workers.cpu_seconds()
-            server1 = server_cpu(bench)
-            workers.check_alive()
-        finally:
-            workers.stop()
-        window = t1 - t0
-        queries = (q1 - q0 - own) / window
-        fig.add(queries_s=queries, queries_s_per_worker=queries / k,
-                cpu_pct_per_worker=100 * (cpu1 - cpu0) / window / k,
-                worker_cpu_s=(cpu1 - cpu0))
-        if server0 is not None and server1 is not None:
-            fig.add(server_cpu_pct=100 * (server1 - server0) / window)
-        conn.close()
-        bench.drop(dsn.database)
-        workers.log.unlink(missing_ok=True)
-    return [emit(fig)]
+    """Idle cost; then the same idle workers flooded with forged hints, and with validly signed ones."""
+    figures = []
+    for flood in (None, "forged", "signed"):
+        labels = {"k": str(k), "window_s": f"{sizes.w3_seconds:g}"}
+        if flood:
+            labels.update(flood=flood, datagrams_s_per_worker=str(FLOOD_RATE))
+        fig = Figure("W3", labels, spread=("queries_s_per_worker", "cpu_pct_per_worker"))
+        for run in range(bench.runs):
+            note(f"W3 run {run + 1}: {k} idle workers" + (f", flooded with {flood} hints" if flood else "")
+                 + f", {sizes.w3_seconds:g} s window after {settle:g} s to settle")
+            idle_run(bench, fig, f"w3_{flood or 'idle'}_r{run}", k, sizes.w3_seconds, settle, flood)
+        figures.append(emit(fig))
+    return figures
+
+
+FLOOD_RATE = 1000  # datagrams per second sent to each worker
+
+
+def idle_run(bench: Bench, fig: Figure, name: str, k: int, seconds: float, settle: float, flood: str | None) -> None:
+    dsn = bench.fresh(name)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    own = -bench.questions() + bench.questions()  # what one reading adds by itself
+    options = ["--hint-bind", "127.0.0.1:0"] if flood else []
+    workers = bench.workers(dsn, k, *options, tag=name)
+    stop = threading.Event()
+    try:
+        workers.wait_registered(cur, k)
+        time.sleep(settle)
+        if flood:
+            cur.execute("SELECT hint_addr, hint_key FROM mysqlq_workers")
+            targets = [(addr.rsplit(":", 1)[0], int(addr.rsplit(":", 1)[1]), bytes(key) if flood == "signed"
+                        else os.urandom(32)) for addr, key in cur.fetchall()]
+            threading.Thread(target=flood_hints, args=(targets, stop), daemon=True).start()
+        server0 = server_cpu(bench)
+        cpu0 = workers.cpu_seconds()
+        q0 = bench.questions()
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        q1 = bench.questions()
+        t1 = time.perf_counter()
+        cpu1 = workers.cpu_seconds()
+        server1 = server_cpu(bench)
+        workers.check_alive()
+    finally:
+        stop.set()
+        workers.stop()
+    window = t1 - t0
+    queries = (q1 - q0 - own) / window
+    fig.add(queries_s=queries, queries_s_per_worker=queries / k,
+            cpu_pct_per_worker=100 * (cpu1 - cpu0) / window / k,
+            worker_cpu_s=(cpu1 - cpu0))
+    if server0 is not None and server1 is not None:
+        fig.add(server_cpu_pct=100 * (server1 - server0) / window)
+    conn.close()
+    bench.drop(dsn.database)
+    workers.log.unlink(missing_ok=True)
+
+
+def flood_hints(targets: list[tuple[str, int, bytes]], stop: threading.Event) -> None:
+    """FLOOD_RATE fresh hints a second to each target (a fresh nonce each: replays would be dropped)."""
+    from mysqlq.hint import wire
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        tick = time.perf_counter()
+        while not stop.is_set():
+            for host, port, key in targets:
+                for _ in range(FLOOD_RATE // 100):
+                    sock.sendto(wire.encode(key, "default", 0), (host, port))
+            tick += 0.01
+            time.sleep(max(0.0, tick - time.perf_counter()))
 
 
 def server_cpu(bench: Bench) -> float | None:

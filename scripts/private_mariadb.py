@@ -4,7 +4,7 @@ Everything lives under one base directory (data dir, pid file, error log, chosen
 TCP port); the unix socket lives there too unless the path would be too long for
 a unix socket, in which case it goes into a short per-basedir directory in /tmp.
 The server ignores every option file (``--no-defaults``), listens on its own
-socket and on a free TCP port on 127.0.0.1 only, and lets ``root`` in without a
+socket and on a free TCP port on 127.0.0.1 only (or ``bind_address``), and lets ``root`` in without a
 password over the socket (``root@localhost``) and over TCP (``root@127.0.0.1``).
 
 Library use::
@@ -164,10 +164,24 @@ class PrivateMariaDB:
     process that started it exits (use it in test sessions so a killed pytest
     leaves no server behind; do not use it for the CLI ``start``).  This needs
     ``setpriv`` (util-linux) and is silently skipped without it.
+
+    ``bind_address`` is where it listens for TCP (127.0.0.1 by default); ``netns`` runs it in that
+    network namespace (``ip netns exec``), e.g. a test host of scripts/netns_hosts.py.  On another
+    address than loopback, ``root`` may log in over TCP from anywhere that reaches it, without a
+    password: bind it only to addresses of private test networks.
     """
 
-    def __init__(self, basedir: pathlib.Path, *, die_with_parent: bool = False) -> None:
+    def __init__(
+        self,
+        basedir: pathlib.Path,
+        *,
+        die_with_parent: bool = False,
+        bind_address: str = "127.0.0.1",
+        netns: str | None = None,
+    ) -> None:
         self.basedir = pathlib.Path(basedir).resolve()
+        self.bind_address = bind_address
+        self.netns = netns
         self.datadir = self.basedir / "data"
         self.pid_file = self.basedir / "mariadbd.pid"
         self.error_log = self.basedir / "error.log"
@@ -221,8 +235,9 @@ class PrivateMariaDB:
 
     @property
     def tcp_dsn(self) -> str:
-        """DSN for root over TCP 127.0.0.1, database ``test``."""
-        return f"mysql://root@127.0.0.1:{self.port}/{_DATABASE}"
+        """DSN for root over TCP at the bind address (127.0.0.1 by default), database ``test``."""
+        host = f"[{self.bind_address}]" if ":" in self.bind_address else self.bind_address
+        return f"mysql://root@{host}:{self.port}/{_DATABASE}"
 
     # -- process state -------------------------------------------------------
 
@@ -311,6 +326,8 @@ class PrivateMariaDB:
             setpriv = shutil.which("setpriv")
             if self.die_with_parent and setpriv:
                 args = [setpriv, "--pdeathsig", "KILL", "--", *args]
+            if self.netns:
+                args = ["ip", "netns", "exec", self.netns, *args]  # execs: the pid stays mariadbd's
             with self.error_log.open("ab") as log:
                 proc = subprocess.Popen(
                     args,
@@ -362,7 +379,11 @@ class PrivateMariaDB:
                 "\n".join(out.splitlines()[-_LOG_TAIL_LINES:]),
             )
         staging.rename(self.datadir)
-        self._first_start_file.write_text(_FIRST_START_SQL)
+        first = _FIRST_START_SQL
+        if self.bind_address != "127.0.0.1":
+            first += ("CREATE USER IF NOT EXISTS 'root'@'%';\n"
+                      "GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;\n")
+        self._first_start_file.write_text(first)
 
     def _server_args(self) -> list[str]:
         args = [
@@ -374,7 +395,7 @@ class PrivateMariaDB:
             f"--log-error={self.error_log}",
             f"--tmpdir={self.basedir / 'tmp'}",
             f"--port={self.port}",
-            "--bind-address=127.0.0.1",
+            f"--bind-address={self.bind_address}",
             "--skip-name-resolve",
             "--max-connections=500",
             "--innodb-buffer-pool-size=256M",
@@ -481,6 +502,9 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=60.0, help="seconds to wait (default 60)"
     )
     start.add_argument("--tcp", action="store_true", help="print the TCP DSN instead")
+    start.add_argument("--bind-address", default="127.0.0.1",
+                       help="TCP address to listen on (default 127.0.0.1; elsewhere root needs no password)")
+    start.add_argument("--netns", default=None, help="run the server in this network namespace (ip netns)")
     stop = sub.add_parser("stop", help="shut the server down")
     stop.add_argument(
         "--timeout", type=float, default=30.0, help="seconds to wait (default 30)"
@@ -495,7 +519,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    db = PrivateMariaDB(args.dir)
+    db = PrivateMariaDB(args.dir, bind_address=getattr(args, "bind_address", "127.0.0.1"),
+                        netns=getattr(args, "netns", None))
     try:
         if args.command == "start":
             db.start(timeout=args.timeout)

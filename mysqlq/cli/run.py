@@ -45,7 +45,7 @@ def _instance_name() -> str:
 @click.option("--batch-size", envvar="MYSQLQ_BATCH_SIZE", show_envvar=True, type=click.IntRange(1, 10_000),
               default=100, help="Jobs claimed per round trip.")
 @click.option("--poll-interval", envvar="MYSQLQ_POLL_INTERVAL", show_envvar=True, type=click.FloatRange(min=0.01),
-              default=2.0, help="Seconds between polls when idle; hints from local producers wake it sooner.")
+              default=2.0, help="Seconds between polls when idle; hints from producers wake it sooner.")
 @click.option("--flush-interval", envvar="MYSQLQ_FLUSH_INTERVAL", show_envvar=True, type=click.FloatRange(min=0),
               default=0.5, help="Seconds a finished job's outcome may wait to be written with others of its batch "
               "(0: one write per job).")
@@ -67,9 +67,14 @@ def _instance_name() -> str:
               type=click.Choice(["REPEATABLE READ", "READ COMMITTED"]), default=None,
               help="Transaction isolation of the worker's session [default: the server's].")
 @click.option("--hint/--no-hint", envvar="MYSQLQ_HINT", show_envvar=True, default=True,
-              help="Listen for has-task hints from producers on this host.")
+              help="Listen for has-task hints from producers (on this host and, see --hint-bind, others).")
+@click.option("--hint-bind", envvar="MYSQLQ_HINT_BIND", show_envvar=True, default="auto", metavar="ADDR[:PORT]",
+              help="UDP address for signed hints from producers on other hosts: ADDR[:PORT] ([ADDR]:PORT for "
+              "IPv6; port 0: any), off, or auto = this host's address on the route to the database, any port "
+              "(none when the database is reached through loopback or a unix socket).")
 @click.option("--hint-dir", envvar="MYSQLQ_HINT_DIR", show_envvar=True, default=None,
-              help="Directory of hint sockets [default: /run/mysqlq if writable, else a per-user temp dir].")
+              help="Directory of hint sockets [default: /run/mysqlq, created if missing and allowed; else a per-user "
+              "temp dir].")
 @click.option("--retain-done", metavar="AGE", envvar="MYSQLQ_RETAIN_DONE", show_envvar=True, default="7d",
               callback=_retention,
               help="Delete done and cancelled jobs this long after they ended (90s, 30m, 12h, 7d; 0 or off: keep).")

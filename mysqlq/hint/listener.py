@@ -1,0 +1,150 @@
+"""A worker's end of the hint channel: its unix socket, its UDP socket, and what hints may cost.
+
+The worker selects on ``sockets``; ``wake()`` reads what arrived and says what to do: claim now,
+poll now (a paused queue may have been resumed), or look for due jobs after a delay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from ..config import Settings
+from . import address
+from .limit import WakeBudget
+from .local import MAX_DATAGRAMS, LocalListener
+from .wire import ANY_QUEUE, Hint, Rejected, Verifier, new_key
+
+RECEIVE_BUFFER = 1 << 18  # room for bursts of hints while the worker is busy
+
+
+@dataclass
+class Wake:
+    """What the hints read by one ``wake()`` ask the worker to do."""
+
+    claim: bool = False
+    poll: bool = False
+    due: float | None = None  # seconds until a scheduled job of ours is due
+
+
+class Listener:
+    """Unix and UDP hint sockets, the key that signs this worker's network hints, and the wake budget."""
+
+    def __init__(self, settings: Settings, log: Any = None) -> None:
+        self.log = log or structlog.get_logger("mysqlq.hint")
+        self.local: LocalListener | None = None
+        try:
+            self.local = LocalListener(settings)
+        except OSError as exc:  # the network hint may still work: each half stands alone
+            self.log.warning("hint.local_unavailable", error=str(exc),
+                             note="producers on this host cannot wake this worker; their jobs wait for the poll")
+        self.key = new_key()
+        self.verifier = Verifier(self.key)
+        self.budget = WakeBudget()
+        self.udp: socket.socket | None = None
+        self.advertised: str | None = None  # "host:port" recorded in the registry
+        self._bind_network(settings)
+        self.sockets = [half for half in (self.local.sock if self.local else None, self.udp) if half is not None]
+        if not self.sockets:
+            raise OSError("no hint socket could be bound")
+        self.rejected: dict[str, int] = {}
+        self._charged: int | None = None  # progress mark when the last wake-up took a token
+        self._deferred: Wake | None = None  # a wake-up waiting for a token
+        self._deferred_at = 0.0
+        self._skew_warned = False
+
+    def _bind_network(self, settings: Settings) -> None:
+        where = address.resolve(settings.hint_bind, settings.dsn)  # Settings refused a malformed one
+        if where is None:
+            return
+        family = socket.AF_INET6 if ":" in where[0] else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            sock.setblocking(False)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+            sock.bind(where)
+            bound = sock.getsockname()[:2]
+            self.advertised = address.advertised((where[0], bound[1]), settings.dsn)
+        except OSError as exc:
+            sock.close()
+            self.log.warning("hint.network_unavailable", bind=f"{where[0]}:{where[1]}", error=str(exc),
+                             note="hints from other hosts will not arrive; jobs they enqueue wait for the poll")
+            return
+        self.udp = sock
+        self.log.info("hint.listening", address=self.advertised, bound=f"{bound[0]}:{bound[1]}")
+
+    @property
+    def registry_entry(self) -> tuple[str | None, bytes | None]:
+        """(hint_addr, hint_key) for the registry: where producers send, and what they sign with."""
+        return (self.advertised, self.key) if self.advertised else (None, None)
+
+    def deferred_for(self, now: float | None = None) -> float | None:
+        """Seconds until a postponed wake-up may happen (None: nothing postponed)."""
+        if self._deferred is None:
+            return None
+        return max(0.0, self._deferred_at - (time.monotonic() if now is None else now))
+
+    def wake(self, readable: Iterable[Any], queues: Collection[str], paused: Collection[str],
+             progress: int) -> Wake:
+        """Read the sockets in ``readable``; ``progress`` counts jobs run so far (a wake-up that led
+        to some costs nothing)."""
+        if self._charged is not None and progress != self._charged:
+            self.budget.give_back()
+        self._charged = None
+        wake, delayed = self._deferred or Wake(), None
+        self._deferred = None
+        for hint in self._read(readable):
+            if hint.queue in paused:
+                wake.poll = True  # perhaps resumed (`mysqlq resume` hints): look again now
+            elif hint.queue == ANY_QUEUE or hint.queue in queues:
+                if hint.delay <= 0:
+                    wake.claim = True
+                else:
+                    delayed = hint.delay if delayed is None else min(delayed, hint.delay)
+        if wake.claim or wake.poll:
+            wait = self.budget.take()
+            if wait > 0:
+                self._deferred, self._deferred_at = wake, time.monotonic() + wait
+                return Wake()
+            self._charged = progress
+            self.log.debug("hint.wake", claim=wake.claim, poll=wake.poll)
+        # A due delay needs a token too, else it is dropped: the poll reads the next due time anyway.
+        if delayed is not None and (self._charged is not None or self.budget.take() == 0):
+            wake.due = delayed
+        return wake
+
+    def _read(self, readable: Iterable[Any]) -> list[Hint]:
+        ready = set(readable)
+        hints = self.local.drain() if self.local is not None and self.local.sock in ready else []
+        if self.udp is not None and self.udp in ready:
+            for _ in range(MAX_DATAGRAMS):
+                try:
+                    data = self.udp.recv(512)
+                except OSError:
+                    break
+                try:
+                    hints.append(self.verifier.decode(data))
+                except Rejected as exc:
+                    self._rejected(exc)
+        return hints
+
+    def _rejected(self, exc: Rejected) -> None:
+        self.rejected[exc.reason] = self.rejected.get(exc.reason, 0) + 1
+        if exc.skew and not self._skew_warned:
+            self._skew_warned = True  # the one rejection an operator can fix: say so, once
+            self.log.warning("hint.clock_skew", skew_s=round(exc.skew, 1),
+                             fix="a producer's clock differs from this host's by more than 30 s; its hints "
+                                 "are ignored and its jobs wait for the poll: synchronise the clocks (NTP)")
+
+    def close(self) -> None:
+        if self.local is not None:
+            self.local.close()
+        if self.udp is not None:
+            self.udp.close()

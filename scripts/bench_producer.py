@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""W2's producer as a process of its own, for the ``remote`` variant (run on another test host).
+
+    bench_producer.py DSN SECONDS INTERVAL   # one bench.latency job every INTERVAL s; prints how many
+
+Like a web process: one Producer, connected (and its first enqueue done) before the timed jobs.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import mysqlq
+
+
+def main(dsn: str, seconds: float, interval: float) -> int:
+    with mysqlq.Producer(mysqlq.Settings(dsn=mysqlq.Dsn.parse(dsn))) as producer:
+        producer.enqueue("bench.noop", {"warm": True})
+        sent = 0
+        tick = time.perf_counter()
+        end = tick + seconds
+        while tick < end:
+            producer.enqueue("bench.latency", {"t": time.time()})
+            sent += 1
+            tick += interval
+            time.sleep(max(0.0, tick - time.perf_counter()))
+    print(sent)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], float(sys.argv[2]), float(sys.argv[3])))

@@ -1,0 +1,157 @@
+"""What hints may cost: the wake budget, and a real listener flooded with valid hints."""
+
+from __future__ import annotations
+
+import pathlib
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from mysqlq import Dsn, Settings
+from mysqlq.hint import Listener, wire
+from mysqlq.hint.limit import BURST, RATE, WakeBudget
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_budget_allows_a_burst_then_the_rate() -> None:
+    clock = Clock()
+    budget = WakeBudget(rate=10, burst=20, clock=clock)
+    assert [budget.take() for _ in range(20)] == [0.0] * 20
+    assert budget.take() == pytest.approx(0.1)
+    clock.now += 1.0
+    taken = 0
+    while budget.take() == 0.0:
+        taken += 1
+    assert taken == 10
+
+
+def test_wake_ups_that_found_work_are_given_back() -> None:
+    budget = WakeBudget(rate=10, burst=2, clock=Clock())
+    for _ in range(100):
+        assert budget.take() == 0.0
+        budget.give_back()
+
+
+def test_a_sustained_flood_costs_at_most_the_rate() -> None:
+    clock = Clock()
+    budget = WakeBudget(clock=clock)
+    woke = 0
+    for _ in range(10_000):  # a hint every millisecond for 10 s
+        clock.now += 0.001
+        woke += budget.take() == 0.0
+    assert woke <= BURST + RATE * 10
+
+
+@pytest.fixture
+def listener(tmp_path: pathlib.Path) -> Iterator[Listener]:
+    settings = Settings(dsn=Dsn(), hint_dir=str(tmp_path / "hints"), hint_bind="127.0.0.1:0")
+    found = Listener(settings)
+    yield found
+    found.close()
+
+
+def send(listener: Listener, count: int, queue: str = "default") -> None:
+    assert listener.advertised
+    host, port = listener.advertised.rsplit(":", 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _ in range(count):
+            sock.sendto(wire.encode(listener.key, queue, 0), (host, int(port)))
+
+
+def test_the_listener_records_where_it_listens_and_its_key(listener: Listener) -> None:
+    addr, key = listener.registry_entry
+    assert addr and addr.startswith("127.0.0.1:") and not addr.endswith(":0")
+    assert key == listener.key
+
+
+def test_a_flood_of_valid_hints_wakes_the_worker_at_the_rate_and_postpones_the_rest(listener: Listener) -> None:
+    clock = Clock()
+    listener.budget = WakeBudget(clock=clock)
+    woke = 0
+    for _ in range(60):  # 60 wake-ups' worth of hints in 1 s; none of them leads to a job
+        send(listener, 3)
+        clock.now += 1 / 60
+        woke += listener.wake(listener.sockets, ["default"], (), progress=0).claim
+    assert BURST <= woke <= BURST + RATE * 1
+    postponed = listener.deferred_for()
+    assert postponed is not None and postponed > 0  # the last one is waiting for a token, not dropped
+    clock.now += 1.0
+    assert listener.wake([], ["default"], (), progress=0).claim
+
+
+def test_hints_that_bring_jobs_are_never_slowed(listener: Listener) -> None:
+    listener.budget = WakeBudget(clock=Clock())  # time stands still: no token ever comes back by waiting
+    for progress in range(200):
+        send(listener, 1)
+        assert listener.wake(listener.sockets, ["default"], (), progress=progress).claim
+
+
+def test_hints_for_other_queues_or_paused_ones(listener: Listener) -> None:
+    send(listener, 1, "reports")
+    wake = listener.wake(listener.sockets, ["default"], (), progress=0)
+    assert not wake.claim and not wake.poll
+    send(listener, 1, "default")
+    wake = listener.wake(listener.sockets, ["default"], ("default",), progress=0)
+    assert wake.poll and not wake.claim
+    send(listener, 1, wire.ANY_QUEUE)
+    assert listener.wake(listener.sockets, ["default"], (), progress=0).claim
+
+
+def test_unsigned_datagrams_are_counted_and_ignored(listener: Listener) -> None:
+    assert listener.advertised
+    host, port = listener.advertised.rsplit(":", 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _ in range(50):
+            sock.sendto(b"default\n0", (host, int(port)))
+            sock.sendto(wire.encode(bytes(32), "default", 0), (host, int(port)))
+    wake = listener.wake(listener.sockets, ["default"], (), progress=0)
+    assert not wake.claim
+    assert listener.rejected == {"malformed": 50, "bad signature": 50}
+
+
+def test_network_hints_work_when_the_hint_directory_cannot_be_used(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "file").write_text("")
+    settings = Settings(dsn=Dsn(), hint_dir=str(tmp_path / "file" / "hints"), hint_bind="127.0.0.1:0")
+    listener = Listener(settings)
+    try:
+        assert listener.local is None and listener.sockets == [listener.udp]
+        send(listener, 1)
+        assert listener.wake(listener.sockets, ["default"], (), progress=0).claim
+    finally:
+        listener.close()
+
+
+class Recorder:
+    """A logger that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, dict[str, object]]] = []
+
+    def __getattr__(self, level: str) -> object:
+        return lambda event, **fields: self.events.append((level, event, fields))
+
+
+def test_hints_from_a_clock_far_off_are_refused_and_said_once(tmp_path: pathlib.Path) -> None:
+    log = Recorder()
+    listener = Listener(Settings(dsn=Dsn(), hint_dir=str(tmp_path / "hints"), hint_bind="127.0.0.1:0"), log)
+    try:
+        assert listener.advertised
+        host, port = listener.advertised.rsplit(":", 1)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            for _ in range(3):
+                sock.sendto(wire.encode(listener.key, "default", 0, now=time.time() - 3600), (host, int(port)))
+        assert not listener.wake(listener.sockets, ["default"], (), progress=0).claim
+        assert listener.rejected == {"outside the time window": 3}
+        warnings = [event for level, event, _ in log.events if level == "warning"]
+        assert warnings == ["hint.clock_skew"]
+    finally:
+        listener.close()

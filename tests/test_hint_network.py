@@ -1,0 +1,264 @@
+"""Hints across real network boundaries: test hosts made of network namespaces, a private server on one,
+the producer on another, the workers on a third, each host with its own hint directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from .conftest import MYSQLQ, unavailable, with_database
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "scripts"))
+
+import netns_hosts
+from private_mariadb import MariaDBError, PrivateMariaDB
+
+pytestmark = pytest.mark.slow
+
+PYTHON = str(pathlib.Path(MYSQLQ).parent / "python")
+POLL = 30.0  # the workers' poll interval: only a hint can start a job sooner
+# Sends datagrams to a worker from the host it runs on: argv = address, key (hex, or "random"), json list of
+# queues, and how many times to send each one (the same bytes: a replay).
+SEND = """\
+import json, os, socket, sys
+from mysqlq.hint import wire
+host, port = sys.argv[1].rsplit(":", 1)
+key = os.urandom(32) if sys.argv[2] == "random" else bytes.fromhex(sys.argv[2])
+with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+    for queue in json.loads(sys.argv[3]):
+        data = wire.encode(key, queue, 0.0)
+        for _ in range(int(sys.argv[4])):
+            sock.sendto(data, (host, int(port)))
+"""
+# A long-lived producer (a web process, say): enqueue jobs a little apart, on one Producer.
+PRODUCE = """\
+import sys, time
+import mysqlq
+with mysqlq.Producer(mysqlq.Settings(dsn=mysqlq.Dsn.parse(sys.argv[1]))) as producer:
+    for i in range(int(sys.argv[2])):
+        producer.enqueue("test.record", {"tag": f"warm{i}"})
+        time.sleep(0.3)
+"""
+
+
+@dataclass
+class Lab:
+    hosts: netns_hosts.Hosts
+    server: PrivateMariaDB
+    tmp: pathlib.Path
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    reason = netns_hosts.unavailable()
+    if reason:
+        unavailable(reason)
+    hosts = netns_hosts.Hosts(["db", "producer", "workers"])
+    hosts.up()
+    tmp = tmp_path_factory.mktemp("hint-net")
+    server = PrivateMariaDB(tmp / "mariadb", die_with_parent=True, bind_address=hosts.address("db"),
+                            netns=hosts.namespace("db"))
+    try:
+        server.start()
+        yield Lab(hosts, server, tmp)
+    finally:
+        try:
+            server.stop()
+        except MariaDBError:
+            server.kill()
+        hosts.down()
+
+
+@dataclass
+class Site:
+    """One database on the lab's server, an application user with only row privileges, and helpers."""
+
+    lab: Lab
+    name: str
+    app_dsn: str
+    tmp: pathlib.Path
+    procs: list[subprocess.Popen[bytes]]
+
+    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        import MySQLdb
+
+        conn = MySQLdb.connect(unix_socket=str(self.lab.server.socket), user="root", database=self.name,
+                               autocommit=True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+                return list(cur.fetchall())
+        finally:
+            conn.close()
+
+    def env(self, host: str, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQLQ_")}
+        env.pop("NOTIFY_SOCKET", None)
+        env.pop("JOURNAL_STREAM", None)
+        hints = self.tmp / f"{host}-hints"  # each host its own hint directory
+        hints.mkdir(exist_ok=True)
+        env.update(MYSQLQ_DSN=self.app_dsn, MYSQLQ_HINT_DIR=str(hints), MYSQLQ_LOG_FORMAT="console",
+                   MYSQLQ_TEST_RECORD=str(self.tmp / "record.txt"), **extra)
+        return env
+
+    def worker(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        log = open(self.tmp / f"worker-{name}.log", "ab")  # noqa: SIM115
+        proc = subprocess.Popen([*self.lab.hosts.enter("workers"), MYSQLQ, "--log-level", "debug", "worker",
+                                 "--name", name, "--poll-interval", str(POLL), *args],
+                                env=self.env("workers"), stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def run(self, host: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run([*self.lab.hosts.enter(host), *args], env=self.env(host), capture_output=True,
+                                text=True, timeout=timeout)
+        assert result.returncode == 0, f"{args[:2]} on {host} failed: {result.stderr}"
+        return result
+
+    def log(self, name: str) -> str:
+        return (self.tmp / f"worker-{name}.log").read_text(errors="replace")
+
+    def records(self) -> list[list[str]]:
+        path = self.tmp / "record.txt"
+        return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+    def registry(self) -> dict[str, tuple[str | None, bytes | None, Any]]:
+        rows = self.query("SELECT name, hint_addr, hint_key, started_at FROM mysqlq_workers")
+        return {row[0]: (row[1], row[2], row[3]) for row in rows}
+
+
+def wait_for(condition: Any, what: str, timeout: float = 20) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def site(lab: Lab, tmp_path: pathlib.Path) -> Iterator[Site]:
+    from mysqlq.config import Dsn
+    from mysqlq.db import connect
+    from mysqlq.store.schema import migrate
+
+    name = "mysqlq_net_" + secrets.token_hex(4)
+    password = secrets.token_hex(8)
+    root = connect(Dsn.parse(lab.server.dsn))
+    with root.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {name}")
+        # What producers and workers have today, no more: rows of this database, from the test network.
+        cur.execute(f"CREATE USER app_{name[-8:]}@'10.77.0.%%' IDENTIFIED BY %s", (password,))
+        cur.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {name}.* TO app_{name[-8:]}@'10.77.0.%'")
+    root.close()
+    conn = connect(Dsn.parse(with_database(lab.server.dsn, name)))
+    with conn.cursor() as cur:
+        migrate(cur, name)
+    conn.close()
+    app_dsn = f"mysql://app_{name[-8:]}:{password}@{lab.hosts.address('db')}:{lab.server.port}/{name}"
+    site = Site(lab, name, app_dsn, tmp_path, [])
+    try:
+        yield site
+    finally:
+        for proc in site.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in site.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        root = connect(Dsn.parse(lab.server.dsn))
+        with root.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {name}")
+            cur.execute(f"DROP USER IF EXISTS app_{name[-8:]}@'10.77.0.%'")
+        root.close()
+
+
+def start_workers(site: Site, *names: str) -> dict[str, tuple[str | None, bytes | None, Any]]:
+    for name in names:
+        site.worker(name)
+    registry = wait_for(lambda: (r := site.registry()) and len(r) == len(names) and all(v[0] for v in r.values())
+                        and r, "the workers to register their hint addresses")
+    for name in names:
+        wait_for(lambda name=name: "hint.listening" in site.log(name), f"worker {name} to listen")
+    time.sleep(1.0)  # their first poll (right after start) is behind them: they sleep for POLL seconds now
+    return registry
+
+
+def started_before_a_second_poll(site: Site, registry: dict[str, tuple[str | None, bytes | None, Any]]) -> None:
+    """Every job started less than POLL seconds after its worker started (server time): the first poll,
+    at start, found nothing, and the second is POLL seconds away, so a hint started each one."""
+    rows = site.query("SELECT id, worker, started_at FROM mysqlq_jobs WHERE status = 'done'")
+    assert rows
+    for job_id, worker, started in rows:
+        since = (started - registry[worker][2]).total_seconds()
+        assert since < POLL, f"job {job_id} started {since:.1f} s after worker {worker}: that was a poll"
+
+
+def test_a_job_enqueued_on_another_host_starts_before_the_workers_next_poll(site: Site) -> None:
+    registry = start_workers(site, "w1", "w2")
+    workers_address = site.lab.hosts.address("workers")
+    assert all(addr and addr.startswith(workers_address + ":") for addr, _, _ in registry.values()), registry
+    # A fresh process: its first hint goes out once it has read where the workers are.
+    site.run("producer", MYSQLQ, "enqueue", "test.record", json.dumps({"tag": "cold"}))
+    wait_for(lambda: len(site.records()) == 1, "the job enqueued on the producer host to run")
+    # A long-lived producer: later hints use the addresses it keeps.
+    site.run("producer", PYTHON, "-c", PRODUCE, site.app_dsn, "4")
+    wait_for(lambda: len(site.records()) == 5, "the warm producer's jobs to run")
+    started_before_a_second_poll(site, registry)
+    assert sorted(r[-1] for r in site.records()) == ["cold", "warm0", "warm1", "warm2", "warm3"]
+
+
+def test_forged_and_replayed_hints_wake_no_one(site: Site) -> None:
+    registry = start_workers(site, "w1")
+    addr, key, _ = registry["w1"]
+    assert addr and key
+
+    def wakes() -> int:
+        return site.log("w1").count("hint.wake")
+
+    # 300 datagrams signed with another key, then one good one: only the good one wakes the worker
+    # (and it read the forged ones before it: one socket, in order).
+    site.run("producer", PYTHON, "-c", SEND, addr, "random", json.dumps(["default"] * 3), "100")
+    site.run("producer", PYTHON, "-c", SEND, addr, key.hex(), json.dumps(["default"]), "1")
+    wait_for(lambda: wakes() >= 1, "the signed hint to wake the worker")
+    assert wakes() == 1
+    # One signed datagram sent 200 times: replays are dropped; a fresh one afterwards wakes it once more.
+    site.run("producer", PYTHON, "-c", SEND, addr, key.hex(), json.dumps(["default"]), "200")
+    site.run("producer", PYTHON, "-c", SEND, addr, key.hex(), json.dumps(["default"]), "1")
+    wait_for(lambda: wakes() >= 3, "the fresh hint to wake the worker")
+    time.sleep(0.5)
+    assert wakes() == 3, "a replayed hint woke the worker"
+    # A hint for a queue it does not serve wakes nothing, however well signed.
+    site.run("producer", PYTHON, "-c", SEND, addr, key.hex(), json.dumps(["other"] * 5), "1")
+    site.run("producer", PYTHON, "-c", SEND, addr, key.hex(), json.dumps(["default"]), "1")
+    wait_for(lambda: wakes() >= 4, "the last hint to wake the worker")
+    time.sleep(0.5)
+    assert wakes() == 4
+    assert site.query("SELECT COUNT(*) FROM mysqlq_jobs")[0][0] == 0
+
+
+def test_hint_bind_off_leaves_no_address_and_jobs_wait_for_the_poll(site: Site) -> None:
+    site.worker("w1", "--hint-bind", "off", "--poll-interval", "1")
+    wait_for(lambda: site.registry(), "the worker to register")
+    assert site.registry()["w1"][:2] == (None, None)
+    result = site.run("producer", MYSQLQ, "enqueue", "test.record", json.dumps({"tag": "polled"}))
+    wait_for(lambda: site.records(), "the job to run at the next poll")
+    # The producer saw a worker it could not hint and said what to do, once.
+    assert result.stderr.count("hint.no_worker_reached") == 1, result.stderr
