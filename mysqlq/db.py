@@ -110,6 +110,11 @@ class RetryPolicy:
 
 CLI_RETRY = RetryPolicy(attempts=5)
 FOREVER = RetryPolicy(attempts=None)
+STOP_GRACE = 1.0  # seconds a retry loop keeps trying after a stop request (a deadlock still gets its retries)
+
+
+class StopRequested(Exception):
+    """Raised by :meth:`Database.run` instead of retrying further once the process was asked to stop."""
 
 
 class Database:
@@ -127,12 +132,15 @@ class Database:
         retry: RetryPolicy = CLI_RETRY,
         on_connect: Callable[[Connection], None] | None = None,
         on_pause: Callable[[], None] | None = None,
+        stop_requested: Callable[[], float | None] | None = None,
     ) -> None:
         self.dsn = dsn
         self.isolation = isolation
         self.retry = retry
         self.on_connect = on_connect
         self.on_pause = on_pause  # called while waiting to retry (a worker keeps its watchdog fed)
+        # The monotonic time a stop was requested, or None: a worker's retries end soon after it.
+        self.stop_requested = stop_requested
         self._conn: Connection | None = None
 
     @property
@@ -178,4 +186,16 @@ class Database:
         log.warning("db.retry", error=str(exc), attempt=attempt, delay=round(delay, 3))
         if self.on_pause is not None:
             self.on_pause()
-        time.sleep(delay)
+        if self.stop_requested is None:
+            time.sleep(delay)
+            return
+        # In slices, so that a stop request (a signal handler sets it) ends the wait soon.
+        until = time.monotonic() + delay
+        while True:
+            stopped_at = self.stop_requested()
+            now = time.monotonic()
+            if stopped_at is not None and now - stopped_at >= STOP_GRACE:
+                raise StopRequested(f"stopped while the database was unavailable: {exc}")
+            if now >= until:
+                return
+            time.sleep(min(0.1, until - now))
