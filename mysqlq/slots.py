@@ -104,6 +104,10 @@ class Slots:
         """Jobs still running well past their limit (a coroutine past it means a blocked event loop)."""
         return [r for r in self.running.values() if now >= r.deadline + STUCK_GRACE]
 
+    def waiting_for(self, now: float) -> int:
+        """Jobs worth waiting for: running, and not yet past the point where they count as stuck."""
+        return sum(1 for r in self.running.values() if now < r.deadline + STUCK_GRACE)
+
     def next_deadline(self) -> float | None:
         deadlines = [r.deadline + (STUCK_GRACE if r.timed_out or r.prepared.is_async else 0.0)
                      for r in self.running.values()]

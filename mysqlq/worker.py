@@ -43,10 +43,9 @@ class Worker:
     def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
         self.settings = settings
         self.log = structlog.get_logger("mysqlq.worker").bind(worker=settings.worker_name)
-        # While the database is down the loop is alive, only waiting: it keeps the watchdog fed.
         self.stop_requested_at: float | None = None
         self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER,
-                           on_pause=lambda: self._ping_watchdog(), stop_requested=lambda: self.stop_requested_at)
+                           on_pause=self._paused, stop_requested=lambda: self.stop_requested_at)
         self.notifier = Notifier()
         self.runner = Runner(settings, registry or Registry(), self.log, lambda: self.db.conn)
         self.heartbeat = Heartbeat(settings, self.log, self._batches_in_hand, self._on_reaped)
@@ -78,10 +77,12 @@ class Worker:
     def run(self) -> int:
         self._install_signals()
         exit_code = 0
+        beating = False
         try:
             self.db.run(check_schema)
             self.heartbeat.register()
             self.heartbeat.start()
+            beating = True
             if self.settings.hint:
                 try:
                     self.listener = hint.Listener(self.settings)
@@ -107,7 +108,8 @@ class Worker:
                 self.listener.close()
             if self.inhand is not None:
                 self.inhand.close()
-            self.heartbeat.stop(self.db)
+            if beating:
+                self.heartbeat.stop(self.db)
             self.db.close()
             self.log.info("worker.stopped", done=self.done, failed=self.failed, exit_code=exit_code)
             logs.flush()
@@ -283,7 +285,7 @@ class Worker:
         ending = self.stopping or inhand.stuck is not None  # the turn may have found a stuck job
         self._report(inhand)
         if ending:
-            if not inhand.slots.running:
+            if not inhand.slots.waiting_for(time.monotonic()):
                 return False
             self.next_poll, self.next_due = time.monotonic() + self.settings.poll_interval, None
             self._wait()
@@ -378,6 +380,11 @@ class Worker:
         if period is not None and time.monotonic() - self._last_watchdog >= period / 2:
             self._last_watchdog = time.monotonic()
             self.notifier.watchdog()
+
+    def _paused(self) -> None:
+        """While the database is down the loop is alive, only waiting: feed the watchdog, show the log."""
+        self._ping_watchdog()
+        logs.flush()
 
     def _on_reaped(self, count: int) -> None:
         hint.notify(self.settings, [hint.ANY_QUEUE])
