@@ -20,7 +20,7 @@ from .store import claims
 
 INLINE_BELOW = 0.001  # seconds: a plain handler this quick runs on the main thread (a hand-off costs more)
 
-# (log, job, outcome) for each outcome the database confirmed; (log, job) for those fenced out.
+# Called with a batch's logger, the outcomes just written (in order) and the ids fenced out among them.
 Flushed = Callable[[Any, list[tuple[ClaimedJob, Outcome]], set[int]], None]
 
 
@@ -82,7 +82,7 @@ class InHand:
         """When the worker must look again even if nothing happens: a flush or a job's limit."""
         times = [batch.buffer.first_at + self.settings.flush_interval
                  for batch in self.batches.values() if batch.buffer.first_at is not None]
-        job = self.slots.next_deadline()
+        job = self.slots.next_deadline(time.monotonic())
         if job is not None:
             times.append(job)
         return min(times) if times else None

@@ -108,10 +108,12 @@ class Slots:
         """Jobs worth waiting for: running, and not yet past the point where they count as stuck."""
         return sum(1 for r in self.running.values() if now < r.deadline + STUCK_GRACE)
 
-    def next_deadline(self) -> float | None:
+    def next_deadline(self, now: float) -> float | None:
+        """The next moment a running job passes its limit or becomes stuck (past ones are known)."""
         deadlines = [r.deadline + (STUCK_GRACE if r.timed_out or r.prepared.is_async else 0.0)
                      for r in self.running.values()]
-        return min(deadlines) if deadlines else None
+        future = [deadline for deadline in deadlines if deadline > now]
+        return min(future) if future else None
 
     def close(self) -> None:
         """Stop idle threads and the event loop; connections of the slots are closed."""
