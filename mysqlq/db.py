@@ -161,6 +161,7 @@ class Database:
     def run(self, unit: Callable[[Cursor], T]) -> T:
         """Run ``unit`` with a cursor, reconnecting and retrying on transient errors."""
         attempt = 0
+        failing_since = 0.0
         while True:
             attempt += 1
             try:
@@ -170,18 +171,20 @@ class Database:
                 # A CLI that cannot connect at all says so at once; a worker waits for the server.
                 if not exc.transient or self._exhausted(attempt) or (attempt == 1 and self.retry.attempts):
                     raise
-                self._pause(exc, attempt)
+                failing_since = failing_since or time.monotonic()
+                self._pause(exc, attempt, failing_since)
             except MySQLdb.Error as exc:
                 if not is_transient(exc) or self._exhausted(attempt):
                     raise
                 if error_code(exc) not in (DEADLOCK, LOCK_WAIT_TIMEOUT):
                     self.close()
-                self._pause(exc, attempt)
+                failing_since = failing_since or time.monotonic()
+                self._pause(exc, attempt, failing_since)
 
     def _exhausted(self, attempt: int) -> bool:
         return self.retry.attempts is not None and attempt >= self.retry.attempts
 
-    def _pause(self, exc: BaseException, attempt: int) -> None:
+    def _pause(self, exc: BaseException, attempt: int, failing_since: float) -> None:
         delay = self.retry.delay(attempt)
         log.warning("db.retry", error=str(exc), attempt=attempt, delay=round(delay, 3))
         if self.on_pause is not None:
@@ -189,12 +192,14 @@ class Database:
         if self.stop_requested is None:
             time.sleep(delay)
             return
-        # In slices, so that a stop request (a signal handler sets it) ends the wait soon.
+        # In slices, so that a stop request (a signal handler sets it) ends the wait soon. Each
+        # unit of work still gets STOP_GRACE of retries after the stop (a deadlock in the last
+        # outcome write of a clean shutdown is retried as always).
         until = time.monotonic() + delay
         while True:
             stopped_at = self.stop_requested()
             now = time.monotonic()
-            if stopped_at is not None and now - stopped_at >= STOP_GRACE:
+            if stopped_at is not None and now - max(stopped_at, failing_since) >= STOP_GRACE:
                 raise StopRequested(f"stopped while the database was unavailable: {exc}")
             if now >= until:
                 return

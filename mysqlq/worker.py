@@ -17,7 +17,7 @@ import structlog
 from . import hint, logs
 from .claimsize import claim_limit
 from .config import Settings
-from .db import FOREVER, Cursor, Database, StopRequested
+from .db import FOREVER, Cursor, Database, RetryPolicy, StopRequested
 from .handlers import Registry
 from .heartbeat import Heartbeat
 from .inhand import InHand
@@ -29,6 +29,7 @@ from .store import claims
 from .systemd import Notifier
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+ONCE = RetryPolicy(attempts=1)
 EXIT_STUCK = 70  # EX_SOFTWARE: a handler thread never returned; systemd's Restart= brings a fresh process
 
 
@@ -102,6 +103,7 @@ class Worker:
             # Asked to stop while the database was unreachable: nothing more can be written, and
             # whatever we hold stays leased to us until the reaper gives it back.
             self.log.warning("worker.stopped_waiting", error=str(exc))
+            self.db.retry = ONCE  # leaving the registry gets one try: the reaper forgets us anyway
         finally:
             self.notifier.stopping(self._status("stopping"))
             if self.listener:
