@@ -80,7 +80,13 @@ class Worker:
         exit_code = 0
         beating = False
         try:
-            self.db.run(check_schema)
+            self.db.run(check_schema)  # a missing schema is the CLI's one-line error, nothing else
+        except StopRequested as exc:
+            self.log.warning("worker.stopped_waiting", error=str(exc))
+            self.log.info("worker.stopped", done=0, failed=0, exit_code=0)
+            logs.flush()
+            return 0
+        try:
             self.heartbeat.register()
             self.heartbeat.start()
             beating = True
