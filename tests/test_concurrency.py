@@ -73,10 +73,11 @@ def test_a_thread_past_its_time_limit_fails_its_job_and_the_worker_goes_on(qdb: 
     assert "job.returned_late" in qdb.logs()  # the thread came back later; its result was not used
 
 
-def test_a_coroutine_past_its_time_limit_is_cancelled(qdb: QueueDB) -> None:
+@pytest.mark.parametrize("concurrency", ["1", "3"])
+def test_a_coroutine_past_its_time_limit_is_cancelled(qdb: QueueDB, concurrency: str) -> None:
     with qdb.producer() as producer:
         job_id = producer.enqueue("test.asleep", {"seconds": 30}, max_attempts=1)
-    burst(qdb, "--concurrency", "3", "--time-limit", "0.5", timeout=20)
+    burst(qdb, "--concurrency", concurrency, "--time-limit", "0.5", timeout=20)
     assert qdb.query("SELECT status FROM mysqlq_jobs") == [("dead",)]
     assert "time limit of 0.5s" in qdb.scalar("SELECT last_error FROM mysqlq_jobs WHERE id = %s", (job_id,))
     assert [r[2] for r in qdb.records()] == ["start"]  # cancelled: it never reached its end
