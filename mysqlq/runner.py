@@ -87,6 +87,7 @@ class Runner:
         self.log = log
         self.conn = conn  # the worker's connection, for transactional handlers run on the main thread
         self.alarm = Alarm()
+        self._traits: dict[Callable[..., Any], tuple[float | None, bool, bool]] = {}
 
     def prepare(self, job: ClaimedJob) -> Prepared | Outcome:
         """Decode and resolve; an Outcome when the job cannot even start."""
@@ -101,8 +102,12 @@ class Runner:
         except (HandlerNotFound, HandlerLoadError) as exc:
             # Retried like any failure: during a rolling deploy another worker may have it.
             return Outcome("failed", time.monotonic() - started, str(exc))
-        limit = job.time_limit or declared_time_limit(func) or self.settings.time_limit
-        return Prepared(job, func, payload, limit, is_transactional(func), inspect.iscoroutinefunction(func), started)
+        traits = self._traits.get(func)
+        if traits is None:  # read once per handler: inspecting a function on every job costs
+            traits = self._traits[func] = (declared_time_limit(func), is_transactional(func),
+                                           inspect.iscoroutinefunction(func))
+        limit = job.time_limit or traits[0] or self.settings.time_limit
+        return Prepared(job, func, payload, limit, traits[1], traits[2], started)
 
     def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
         job = prepared.job
