@@ -15,8 +15,9 @@ class Durations:
         self._average: dict[str, float] = {}
 
     def observe(self, key: str, seconds: float) -> None:
-        previous = self._average.get(key)
-        self._average[key] = seconds if previous is None else previous + WEIGHT * (seconds - previous)
+        average = self._average
+        previous = average.get(key)
+        average[key] = seconds if previous is None else previous + WEIGHT * (seconds - previous)
 
     def get(self, key: str) -> float | None:
         return self._average.get(key)

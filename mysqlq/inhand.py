@@ -58,6 +58,7 @@ class InHand:
         self.by_queue = Durations()  # sizes claims
         self.by_handler = Durations()  # picks the main thread for very quick handlers
         self.stuck: Running | None = None
+        self.halted = False  # set by the worker's signal handler: start nothing more, even mid-batch
 
     # ------------------------------------------------------------------ what the worker asks
 
@@ -138,30 +139,33 @@ class InHand:
                 break
 
     def dispatch(self) -> None:
-        slots = self.slots
+        # The hot path of no-op jobs: lookups hoisted out of the loop.
+        slots, prepare, call, quick = self.slots, self.runner.prepare, self.runner.call, self.by_handler.get
+        lease_doubtful, notifier = self.lease_doubtful, self.notifier
         for batch in list(self.batches.values()):
-            while batch.jobs and slots.free:
-                if self.lease_doubtful(batch.batch_id, batch.claimed_at):
-                    batch.log.warning("batch.abandoned", jobs=len(batch.jobs),
+            jobs, batch_id, add = batch.jobs, batch.batch_id, batch.buffer.add
+            while jobs and slots.free and not self.halted:
+                if lease_doubtful(batch_id, batch.claimed_at):
+                    batch.log.warning("batch.abandoned", jobs=len(jobs),
                                       note="the claim's lease may have lapsed; running none of the rest")
-                    self._release(batch, list(batch.jobs))
-                    batch.jobs.clear()
+                    self._release(batch, list(jobs))
+                    jobs.clear()
                     break
-                job = batch.jobs.popleft()
-                prepared = self.runner.prepare(job)
+                job = jobs.popleft()
+                prepared = prepare(job)
                 if isinstance(prepared, Outcome):
-                    batch.buffer.add(job, prepared)
+                    add(job, prepared)
                     continue
                 if not prepared.is_async and not prepared.transactional:
-                    average = self.by_handler.get(job.handler)
+                    average = quick(job.handler)
                     if average is not None and average < INLINE_BELOW:
-                        self.notifier.in_job = True
-                        outcome = self.runner.call(prepared, batch.batch_id, None, alarm=True)
-                        self.notifier.in_job = False
+                        notifier.in_job = True
+                        outcome = call(prepared, batch_id, None, alarm=True)
+                        notifier.in_job = False
                         self._observe(job, outcome)
-                        batch.buffer.add(job, outcome)
+                        add(job, outcome)
                         continue
-                slots.start(job, batch.batch_id, prepared)
+                slots.start(job, batch_id, prepared)
                 batch.in_flight += 1
             if not slots.free:
                 return

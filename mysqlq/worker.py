@@ -129,6 +129,8 @@ class Worker:
                 os._exit(128 + signum)  # a second signal: leave now, the reaper recovers our claims
             self.stopping = True  # only record it: the loop notices between jobs
             self.stop_requested_at = time.monotonic()
+            if self.inhand is not None:
+                self.inhand.halted = True
             self.notifier.stopping(self._status("stopping"))
 
         for sig in STOP_SIGNALS:
