@@ -208,3 +208,23 @@ def test_claims_are_sized_from_free_slots_and_recent_durations() -> None:
     assert claim_limit(slots=5, free=0, stock=4, average=0.05, batch_size=100) == 0
     assert claim_limit(slots=5, free=0, stock=2, average=0.05, batch_size=100) == 3
     assert claim_limit(slots=5, free=0, stock=0, average=0.5, batch_size=100) == 0
+
+
+def test_the_heartbeat_extends_the_lease_of_every_batch_in_hand(qdb: QueueDB) -> None:
+    fast = ("--lease", "2", "--heartbeat-interval", "0.3", "--no-processlist-check")
+    qdb.worker("--concurrency", "3", "--name", "holder", *fast)
+    qdb.worker("--queue", "elsewhere", "--name", "reaper", *fast)  # reaps for everyone, claims nothing here
+    ids = []
+    with qdb.producer() as producer:
+        for n in range(3):  # one at a time: three claims, three batches in one worker's hands
+            ids.append(producer.enqueue("test.sleep", {"seconds": 4}))
+            qdb.wait_for(lambda n=n: sum(r[2] == "start" for r in qdb.records()) == n + 1, what="the job to start")
+    time.sleep(2.3)  # past the first claims' own 2 s lease: only extensions can keep them leased
+    leased = qdb.query("SELECT id FROM mysqlq_jobs WHERE status = 'running' AND lease_until > NOW(6)")
+    assert sorted(row[0] for row in leased) == sorted(ids)
+    qdb.wait_for(lambda: qdb.statuses() == {"done": 3}, timeout=60, what="the long jobs to finish")
+    rows = qdb.query("SELECT batch_id, worker, attempts FROM mysqlq_jobs")
+    assert len({batch for batch, _, _ in rows}) == 3
+    assert {(worker, attempts) for _, worker, attempts in rows} == {("holder", 1)}  # none taken over
+    assert sorted(r[2] for r in qdb.records()) == ["end"] * 3 + ["start"] * 3
+    assert "batch.abandoned" not in qdb.logs()
