@@ -12,6 +12,7 @@ from .errors import ConfigError, MysqlqError
 
 DEFAULT_DSN = "mysql://root@127.0.0.1:3306/test"
 MAX_NAME_LENGTH = 100
+MAX_CONCURRENCY = 256
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class Settings:
     queues: tuple[str, ...] = ("default",)
     worker_name: str = field(default_factory=default_worker_name)
     batch_size: int = 100
+    concurrency: int = 5  # jobs in flight per worker process (see the README for why 5)
     poll_interval: float = 2.0
     flush_interval: float = 0.5
     heartbeat_interval: float = 10.0
@@ -163,6 +165,8 @@ class Settings:
                 raise ConfigError(f"{name} must be 0 (keep forever) or a positive number of seconds, got {retain}")
         if self.retention_interval <= 0 or not 1 <= self.retention_batch <= 100_000:
             raise ConfigError("retention interval must be positive and the retention batch from 1 to 100000")
+        if not isinstance(self.concurrency, int) or not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise ConfigError(f"concurrency must be an integer from 1 to {MAX_CONCURRENCY}, got {self.concurrency!r}")
         if self.batch_size > 10_000:
             raise ConfigError("batch-size must be at most 10000")
         if self.lease <= 2 * self.heartbeat_interval:

@@ -165,6 +165,11 @@ class RetryPolicy:
 
 CLI_RETRY = RetryPolicy(attempts=5)
 FOREVER = RetryPolicy(attempts=None)
+STOP_GRACE = 1.0  # seconds a retry loop keeps trying after a stop request (a deadlock still gets its retries)
+
+
+class StopRequested(Exception):
+    """Raised by :meth:`Database.run` instead of retrying further once the process was asked to stop."""
 
 
 class Database:
@@ -182,12 +187,15 @@ class Database:
         retry: RetryPolicy = CLI_RETRY,
         on_connect: Callable[[Connection], None] | None = None,
         on_pause: Callable[[], None] | None = None,
+        stop_requested: Callable[[], float | None] | None = None,
     ) -> None:
         self.dsn = dsn
         self.isolation = isolation
         self.retry = retry
         self.on_connect = on_connect
         self.on_pause = on_pause  # called while waiting to retry (a worker keeps its watchdog fed)
+        # The monotonic time a stop was requested, or None: a worker's retries end soon after it.
+        self.stop_requested = stop_requested
         self._conn: Connection | None = None
 
     @property
@@ -208,6 +216,7 @@ class Database:
     def run(self, unit: Callable[[Cursor], T]) -> T:
         """Run ``unit`` with a cursor, reconnecting and retrying on transient errors."""
         attempt = 0
+        failing_since = 0.0
         while True:
             attempt += 1
             try:
@@ -217,20 +226,36 @@ class Database:
                 # A CLI that cannot connect at all says so at once; a worker waits for the server.
                 if not exc.transient or self._exhausted(attempt) or (attempt == 1 and self.retry.attempts):
                     raise
-                self._pause(exc, attempt)
+                failing_since = failing_since or time.monotonic()
+                self._pause(exc, attempt, failing_since)
             except MySQLdb.Error as exc:
                 if not is_transient(exc) or self._exhausted(attempt):
                     raise
                 if error_code(exc) not in (DEADLOCK, LOCK_WAIT_TIMEOUT):
                     self.close()
-                self._pause(exc, attempt)
+                failing_since = failing_since or time.monotonic()
+                self._pause(exc, attempt, failing_since)
 
     def _exhausted(self, attempt: int) -> bool:
         return self.retry.attempts is not None and attempt >= self.retry.attempts
 
-    def _pause(self, exc: BaseException, attempt: int) -> None:
+    def _pause(self, exc: BaseException, attempt: int, failing_since: float) -> None:
         delay = self.retry.delay(attempt)
         log.warning("db.retry", error=str(exc), attempt=attempt, delay=round(delay, 3))
         if self.on_pause is not None:
             self.on_pause()
-        time.sleep(delay)
+        if self.stop_requested is None:
+            time.sleep(delay)
+            return
+        # In slices, so that a stop request (a signal handler sets it) ends the wait soon. Each
+        # unit of work still gets STOP_GRACE of retries after the stop (a deadlock in the last
+        # outcome write of a clean shutdown is retried as always).
+        until = time.monotonic() + delay
+        while True:
+            stopped_at = self.stop_requested()
+            now = time.monotonic()
+            if stopped_at is not None and now - max(stopped_at, failing_since) >= STOP_GRACE:
+                raise StopRequested(f"stopped while the database was unavailable: {exc}")
+            if now >= until:
+                return
+            time.sleep(min(0.1, until - now))

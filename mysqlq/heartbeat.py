@@ -7,7 +7,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from functools import partial
 from typing import Any
 
 from .config import Settings
@@ -45,11 +46,14 @@ def is_live(other: store.Registration) -> bool:
 class Heartbeat:
     """Keeps the worker visibly alive and its claims leased; reaps for everyone when leader."""
 
-    def __init__(self, settings: Settings, log: Any, current_batch: Callable[[], int | None],
+    def __init__(self, settings: Settings, log: Any, batches_in_hand: Callable[[], Collection[int]],
                  on_reaped: Callable[[int], None]) -> None:
         self.settings = settings
         self.log = log
-        self.current_batch = current_batch
+        self.batches_in_hand = batches_in_hand
+        # By batch: the monotonic time, taken before the statement, of the last extension that
+        # found the batch still ours. Replaced whole at each beat (the worker reads it unlocked).
+        self.lease_extended: dict[int, float] = {}
         self.on_reaped = on_reaped
         self.db = Database(settings.dsn, retry=FOREVER, on_connect=self._on_connect)
         self.worker_id = 0
@@ -169,9 +173,12 @@ class Heartbeat:
         if not alive and not self._stop.is_set():  # while stopping, the row is gone on purpose
             self.log.warning("worker.registration_lost", worker_id=self.worker_id)
             self.worker_id = self._insert()
-        batch_id = self.current_batch()
-        if batch_id is not None:
-            self.db.run(lambda cur: store.extend_lease(cur, batch_id, settings.lease))
+        extended: dict[int, float] = {}
+        for batch_id in self.batches_in_hand():
+            started = time.monotonic()
+            if self.db.run(partial(store.extend_lease, batch_id=batch_id, lease=settings.lease)):
+                extended[batch_id] = started
+        self.lease_extended = extended
 
     def reap(self) -> int:
         """Give the claims of dead workers back (and, every few runs, those of lapsed leases).

@@ -96,6 +96,9 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+_STRICT = json.JSONDecoder(parse_constant=_not_json)
+
+
 def decode_payload(data: bytes) -> Any:
     """Decode a stored payload; ValueError for anything that is not strict JSON: bad bytes, NaN,
     Infinity and -Infinity (Python's json reads those, but they are not JSON), or nesting too
@@ -104,9 +107,12 @@ def decode_payload(data: bytes) -> Any:
 
 
 def loads_strict(document: str | bytes) -> Any:
-    """``json.loads`` that accepts only JSON: ValueError for NaN/Infinity and for nesting too deep."""
+    """``json.loads`` that accepts only JSON: ValueError for NaN/Infinity and for nesting too deep.
+
+    One decoder made once (``json.loads`` with options builds a new one per call: it runs per job).
+    """
     try:
-        return json.loads(document, parse_constant=_not_json)
+        return _STRICT.decode(document.decode() if isinstance(document, bytes) else document)
     except RecursionError:
         raise ValueError("nested too deeply") from None
 

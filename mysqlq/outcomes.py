@@ -17,7 +17,8 @@ MAX_ERROR_CHARS = 60_000
 
 @dataclass(slots=True)
 class Outcome:
-    """``done``, ``failed`` (retry if attempts are left) or ``dead`` (never retried)."""
+    """``done``, ``failed`` (retry if attempts are left) or ``dead`` (never retried); ``lost`` (a
+    transactional completion fenced out) and ``release`` (the database failed under it) are the worker's."""
 
     kind: str
     duration: float
@@ -36,17 +37,21 @@ class OutcomeBuffer:
     """Outcomes of one batch waiting to be written: successes in one UPDATE, failures one by one.
 
     Written when the batch ends or when the oldest has waited ``flush_interval`` seconds, so that
-    a slow batch does not hide finished jobs (and their chance to be re-run after a crash).
+    a slow batch does not hide finished jobs (and their chance to be re-run after a crash). Each
+    flush hands back the outcomes it wrote, in order, so that they are logged only once the write
+    has said whether the claim still held.
     """
 
     batch_id: int
     settings: Settings
     done: list[int] = field(default_factory=list)
     failed: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)
+    written: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)  # in order, for the log
     first_at: float | None = None
     next_retry: float | None = None  # the shortest retry delay chosen by the last flush, in seconds
 
     def add(self, job: ClaimedJob, outcome: Outcome) -> None:
+        self.written.append((job, outcome))
         if outcome.recorded:
             return
         if self.first_at is None:
@@ -59,16 +64,16 @@ class OutcomeBuffer:
     def due(self) -> bool:
         return self.first_at is not None and time.monotonic() - self.first_at >= self.settings.flush_interval
 
-    def flush(self, db: Database, final: bool = False) -> tuple[int, list[int]]:
-        """Write everything pending; returns (rows written, ids whose claim had been taken over).
+    def flush(self, db: Database, final: bool = False) -> tuple[list[tuple[ClaimedJob, Outcome]], set[int]]:
+        """Write everything pending; returns the outcomes added since the last flush (in order) and
+        the ids among them whose claim had been taken over (nothing was written for those).
 
         ``final``: every other job of the batch has been written, failed or released already, so
         the successes are exactly the batch's rows still running: one cheaper statement, no id list.
         """
-        done, failed = self.done, self.failed
-        self.done, self.failed, self.first_at, self.next_retry = [], [], None, None
-        lost: list[int] = []
-        written = 0
+        done, failed, entries = self.done, self.failed, self.written
+        self.done, self.failed, self.written, self.first_at, self.next_retry = [], [], [], None, None
+        lost: set[int] = {job.id for job, outcome in entries if outcome.kind == "lost"}
         for job, outcome in failed:
             error = (outcome.error or "")[-MAX_ERROR_CHARS:]
             if outcome.kind == "failed" and job.attempt < job.max_attempts:
@@ -77,18 +82,16 @@ class OutcomeBuffer:
                 count = db.run(partial(claims.retry, batch_id=self.batch_id, job_id=job.id, delay=delay, error=error))
             else:
                 count = db.run(partial(claims.bury, batch_id=self.batch_id, job_id=job.id, error=error))
-            written += count
             if not count:
-                lost.append(job.id)
+                lost.add(job.id)
         if done:
             if final:
                 count = db.run(lambda cur: claims.complete_batch(cur, self.batch_id))
             else:
                 count = db.run(lambda cur: claims.complete(cur, self.batch_id, done))
-            written += count
             if count < len(done):
-                lost.extend(self._which_lost(db, done))
-        return written, lost
+                lost.update(self._which_lost(db, done))
+        return entries, lost
 
     def _which_lost(self, db: Database, ids: list[int]) -> list[int]:
         # Rare path: a claim was taken over while we ran. Rows still ours were just marked done,

@@ -17,10 +17,11 @@ def alarm_pending() -> bool:
 class Notifier:
     """Tells systemd how the worker is doing (only when NOTIFY_SOCKET is set).
 
-    The main loop pings the watchdog itself between jobs. While a job is in hand the loop is
-    busy for up to the job's time limit, so a keep-alive thread pings instead, but only as
-    long as that limit has not passed: a handler stuck beyond it, or a stopped process, stops
-    the pings and systemd's ``WatchdogSec=`` fires.
+    The main loop pings the watchdog itself between jobs. While a job runs on the main thread
+    (one slot, or a very quick handler) the loop is busy for up to the job's time limit, so a
+    keep-alive thread pings instead, but only as long as that limit has not passed: a handler
+    stuck beyond it, or a stopped process, stops the pings and systemd's ``WatchdogSec=`` fires.
+    Jobs in other slots leave the main loop free to ping; one stuck there makes the worker exit.
     """
 
     def __init__(self) -> None:
@@ -29,7 +30,7 @@ class Notifier:
         pid = os.environ.get("WATCHDOG_PID", "")
         watched = self.enabled and usec.isdigit() and int(usec) > 0 and (not pid or pid == str(os.getpid()))
         self.watchdog_interval = int(usec) / 1e6 / 2 if watched else None  # ping twice per period
-        self.in_job = False  # set by the worker around each job
+        self.in_job = False  # set by the worker around each job it runs on the main thread
         self._closed = threading.Event()
         self._keepalive: threading.Thread | None = None
 

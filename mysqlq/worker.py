@@ -1,4 +1,5 @@
-"""The worker loop: has-task hint → claim a batch → run each job → record outcomes → repeat."""
+"""The worker loop: has-task hint → claim a batch → run its jobs (one at a time, or in N slots) →
+record outcomes → repeat."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from typing import Any
 import structlog
 
 from . import hint, logs, worker_metrics
+from .claimsize import claim_limit
 from .config import Settings
-from .db import FOREVER, Cursor, Database
+from .db import FOREVER, Cursor, Database, RetryPolicy, StopRequested
 from .handlers import Registry
 from .heartbeat import Heartbeat
+from .inhand import InHand
 from .jobs import ClaimedJob
 from .outcomes import Outcome, OutcomeBuffer
 from .producer import check_schema
@@ -26,6 +29,8 @@ from .store import claims
 from .systemd import Notifier
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+ONCE = RetryPolicy(attempts=1)
+EXIT_STUCK = 70  # EX_SOFTWARE: a handler thread never returned; systemd's Restart= brings a fresh process
 
 
 def new_batch_id() -> int:
@@ -39,14 +44,23 @@ class Worker:
     def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
         self.settings = settings
         self.log = structlog.get_logger("mysqlq.worker").bind(worker=settings.worker_name)
-        # While the database is down the loop is alive, only waiting: it keeps the watchdog fed.
+        self.stop_requested_at: float | None = None
         self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER,
-                           on_pause=lambda: self._ping_watchdog())
+                           on_pause=self._paused, stop_requested=lambda: self.stop_requested_at)
         self.notifier = Notifier()
         self.runner = Runner(settings, registry or Registry(), self.log, lambda: self.db.conn)
-        self.heartbeat = Heartbeat(settings, self.log, lambda: self.current_batch, self._on_reaped)
+        self.heartbeat = Heartbeat(settings, self.log, self._batches_in_hand, self._on_reaped)
+        self.heartbeat.db.stop_requested = lambda: self.stop_requested_at  # registering waits for the server too
         self.claim = claims.CLAIMS[settings.claim_strategy]
         self.current_batch: int | None = None
+        self.claimed_at = 0.0  # monotonic, before the current batch's claim was sent
+        # With more than one slot, jobs run on threads and an event loop (mysqlq.inhand);
+        # with one, on this thread, exactly as they always have.
+        self.inhand: InHand | None = None
+        if settings.concurrency > 1:
+            self.inhand = InHand(settings, self.runner, self.db, self.log, self._lease_doubtful,
+                                 self._log_flushed, self._due_in, self.notifier)
+        self._last_status: tuple[int, int] | None = None
         self.stopping = False
         self.want_claim = True
         self.next_poll = 0.0
@@ -64,36 +78,61 @@ class Worker:
 
     def run(self) -> int:
         self._install_signals()
-        self.db.run(check_schema)
-        if self.settings.hint:  # before registering: the registry row says where network hints go
-            try:
-                self.listener = hint.Listener(self.settings, self.log)
-                self.heartbeat.hint_entry = self.listener.registry_entry
-            except OSError as exc:
-                self.log.warning("hint.unavailable", error=str(exc), note="polling only")
-        self.heartbeat.register()
-        self.heartbeat.start()
-        self.log.info("worker.started", queues=",".join(self.settings.queues), worker_id=self.heartbeat.worker_id,
-                      batch_size=self.settings.batch_size, dsn=self.settings.dsn.redacted())
-        self.notifier.ready(self._status("idle"))
+        exit_code = 0
+        beating = False
         try:
-            while not self.stopping:
-                if not self.step() and self.settings.burst:
-                    break
+            self.db.run(check_schema)  # a missing schema is the CLI's one-line error, nothing else
+        except StopRequested as exc:
+            self.log.warning("worker.stopped_waiting", error=str(exc))
+            self.log.info("worker.stopped", done=0, failed=0, exit_code=0)
+            logs.flush()
+            return 0
+        try:
+            if self.settings.hint:  # before registering: the registry row says where network hints go
+                try:
+                    self.listener = hint.Listener(self.settings, self.log)
+                    self.heartbeat.hint_entry = self.listener.registry_entry
+                except OSError as exc:
+                    self.log.warning("hint.unavailable", error=str(exc), note="polling only")
+            self.heartbeat.register()
+            self.heartbeat.start()
+            beating = True
+            self.log.info("worker.started", queues=",".join(self.settings.queues),
+                          worker_id=self.heartbeat.worker_id, batch_size=self.settings.batch_size,
+                          concurrency=self.settings.concurrency, dsn=self.settings.dsn.redacted())
+            self.notifier.ready(self._status("idle"))
+            if self.inhand is not None:
+                exit_code = self._run_concurrent(self.inhand)
+            else:
+                while not self.stopping:
+                    if not self.step() and self.settings.burst:
+                        break
+        except StopRequested as exc:
+            # Asked to stop while the database was unreachable: nothing more can be written, and
+            # whatever we hold stays leased to us until the reaper gives it back.
+            self.log.warning("worker.stopped_waiting", error=str(exc))
+            self.db.retry = ONCE  # leaving the registry gets one try: the reaper forgets us anyway
         finally:
             self.notifier.stopping(self._status("stopping"))
             if self.listener:
                 self.listener.close()
-            self.heartbeat.stop(self.db)
+            if self.inhand is not None:
+                self.inhand.close()
+            if beating:
+                self.heartbeat.stop(self.db)
             self.db.close()
-            self.log.info("worker.stopped", done=self.done, failed=self.failed)
-        return 0
+            self.log.info("worker.stopped", done=self.done, failed=self.failed, exit_code=exit_code)
+            logs.flush()
+        return exit_code
 
     def _install_signals(self) -> None:
         def on_signal(signum: int, frame: FrameType | None) -> None:
             if self.stopping:
                 os._exit(128 + signum)  # a second signal: leave now, the reaper recovers our claims
             self.stopping = True  # only record it: the loop notices between jobs
+            self.stop_requested_at = time.monotonic()
+            if self.inhand is not None:
+                self.inhand.halted = True
             self.notifier.stopping(self._status("stopping"))
 
         for sig in STOP_SIGNALS:
@@ -145,26 +184,29 @@ class Worker:
         due = time.monotonic() + max(0.0, seconds)
         self.next_due = due if self.next_due is None else min(self.next_due, due)
 
-    def _claim(self) -> tuple[int, list[ClaimedJob]]:
+    def _claim(self, limit: int | None = None) -> tuple[int, list[ClaimedJob]]:
         settings = self.settings
+        limit = limit or settings.batch_size
         batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
         claimed = 0
+        self.claimed_at = time.monotonic()  # the lease runs from no earlier than this
         for queue in settings.queues:
             if queue in self.paused:
                 continue
-            room = settings.batch_size - claimed
+            room = limit - claimed
 
             def claim(cur: Cursor, queue: str = queue, room: int = room) -> int:
                 return self.claim(cur, queue, batch_id, self.heartbeat.worker_id, settings.worker_name,
                                   settings.lease, room)
 
             claimed += self.db.run(claim)
-            if claimed >= settings.batch_size:
+            if claimed >= limit:
                 break
         if not claimed:
             return batch_id, []
         self._polled_since_claim = False
-        self.current_batch = batch_id
+        if self.inhand is None:
+            self.current_batch = batch_id
         jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
         if len(settings.queues) > 1:  # earlier queues first; within one, (priority, id) as fetched
             jobs.sort(key=lambda job: self._queue_rank.get(job.queue, 0))
@@ -179,6 +221,11 @@ class Worker:
             if self.stopping:
                 self._release(batch_id, jobs[index:], buffer)
                 break
+            if self._lease_doubtful(batch_id, self.claimed_at):
+                log.warning("batch.abandoned", jobs=len(jobs) - index,
+                            note="the claim's lease may have lapsed; running none of the rest")
+                self._release(batch_id, jobs[index:], buffer)
+                break
             self.notifier.in_job = True  # the keep-alive thread feeds the watchdog meanwhile
             outcome = self.runner.run(job, batch_id)
             self.notifier.in_job = False
@@ -189,8 +236,7 @@ class Worker:
                 self.db.close()
                 self._release(batch_id, jobs[index:], buffer)
                 break
-            self._log_outcome(log, job, outcome)
-            buffer.add(job, outcome)
+            buffer.add(job, outcome)  # logged once written: the write says whether the claim held
             if buffer.due():
                 self._flush(buffer, log)
             self._ping_watchdog()
@@ -200,11 +246,17 @@ class Worker:
         self.notifier.status(self._status("idle"))
 
     def _flush(self, buffer: OutcomeBuffer, log: Any, final: bool = False) -> None:
-        _, lost = buffer.flush(self.db, final)
+        entries, lost = buffer.flush(self.db, final)
         if buffer.next_retry is not None:
             self._due_in(buffer.next_retry)
-        for job_id in lost:
-            log.warning("job.claim_lost", job_id=job_id, note="another worker took the claim over; nothing written")
+        self._log_flushed(log, entries, lost)
+
+    def _log_flushed(self, log: Any, entries: list[tuple[ClaimedJob, Outcome]], lost: set[int]) -> None:
+        for job, outcome in entries:
+            if job.id in lost and outcome.kind != "lost":
+                log.warning("job.claim_lost", job_id=job.id, note="another worker took the claim over; nothing written")
+            else:
+                self._log_outcome(log, job, outcome)
 
     def _release(self, batch_id: int, jobs: list[ClaimedJob], buffer: OutcomeBuffer) -> None:
         self._flush(buffer, self.log.bind(batch_id=batch_id))
@@ -228,6 +280,80 @@ class Worker:
             log.error("job.dead" if final else "job.failed", **fields, error=summary,
                       max_attempts=job.max_attempts)
 
+    # ------------------------------------------------------------------ N slots
+
+    def _run_concurrent(self, inhand: InHand) -> int:
+        """Turn until stopped (every job in flight finished, the unstarted rest released) or drained."""
+        while self._turn(inhand):
+            pass
+        inhand.write(final_only=True)
+        if inhand.stuck is not None:
+            self.log.error("worker.exit_stuck", job_id=inhand.stuck.job.id, exit_code=EXIT_STUCK)
+            return EXIT_STUCK
+        return 0
+
+    def _turn(self, inhand: InHand) -> bool:
+        """One turn of the concurrent loop; False when the worker should end."""
+        self._ping_watchdog()
+        ending = self.stopping or inhand.stuck is not None
+        inhand.turn(starting=not ending)
+        ending = self.stopping or inhand.stuck is not None  # the turn may have found a stuck job
+        self._report(inhand)
+        if ending:
+            if not inhand.slots.waiting_for(time.monotonic()):
+                return False
+            self.next_poll, self.next_due = time.monotonic() + self.settings.poll_interval, None
+            self._wait()
+            return True
+        now = time.monotonic()
+        if now >= self.next_poll:
+            self._poll(now)
+        if self.next_due is not None and now >= self.next_due:
+            self.next_due = None
+            if self.db.run(lambda cur: claims.promote_due(cur)):
+                self.want_claim = True
+        if self.want_claim:
+            first = next((queue for queue in self.settings.queues if queue not in self.paused), None)
+            average = inhand.by_queue.get(first) if first is not None else None
+            limit = claim_limit(self.settings.concurrency, len(inhand.slots.free), inhand.stock, average,
+                                self.settings.batch_size)
+            if limit:
+                claimed_at = time.monotonic()
+                batch_id, jobs = self._claim(limit)
+                self.want_claim = len(jobs) >= limit
+                if jobs:
+                    inhand.add(batch_id, claimed_at, jobs)
+                    return True
+        if self.settings.burst and inhand.empty and not self.want_claim:
+            if not self._polled_since_claim:
+                self.next_poll = 0.0  # look once more before deciding the queue is drained
+                return True
+            if self.next_due is None or self.next_due - time.monotonic() > self.settings.poll_interval:
+                return False
+        self._wait()
+        return True
+
+    def _report(self, inhand: InHand) -> None:
+        """STATUS= says how many slots are busy, whenever that changes."""
+        shape = (inhand.slots.busy, len(inhand.batches))
+        if shape != self._last_status:
+            self._last_status = shape
+            doing = f"running {shape[0]} of {self.settings.concurrency} slots" if shape[0] else "idle"
+            self.notifier.status(self._status(doing))
+
+    def _batches_in_hand(self) -> tuple[int, ...]:
+        """Batches whose leases the heartbeat extends."""
+        if self.inhand is not None:
+            return self.inhand.batch_ids()
+        batch_id = self.current_batch
+        return () if batch_id is None else (batch_id,)
+
+    def _lease_doubtful(self, batch_id: int, claimed_at: float) -> bool:
+        """True when a batch's lease could lapse before the next heartbeat extends it (by our own
+        clock: from the claim, or the last extension that found the batch still ours)."""
+        since = max(claimed_at, self.heartbeat.lease_extended.get(batch_id, 0.0))
+        return time.monotonic() - since >= self.settings.lease - self.settings.heartbeat_interval
+
     # ------------------------------------------------------------------ waiting
 
     def _wait(self) -> None:
@@ -244,6 +370,11 @@ class Worker:
             postponed = self.listener.deferred_for()  # a hinted wake-up waiting for the rate bound
             if postponed is not None:
                 timeout = min(timeout, postponed)
+        if self.inhand is not None:
+            sources.append(self.inhand.slots)  # readable when a job returns
+            deadline = self.inhand.deadline()
+            if deadline is not None:
+                timeout = min(timeout, deadline - time.monotonic())
         with self.metrics.waiting():
             readable, _, _ = select.select(sources, [], [], max(0.0, timeout))
         if self._wake_r in readable:
@@ -267,6 +398,11 @@ class Worker:
         if period is not None and time.monotonic() - self._last_watchdog >= period / 2:
             self._last_watchdog = time.monotonic()
             self.notifier.watchdog()
+
+    def _paused(self) -> None:
+        """While the database is down the loop is alive, only waiting: feed the watchdog, show the log."""
+        self._ping_watchdog()
+        logs.flush()
 
     def _on_reaped(self, count: int) -> None:
         hint.notify(self.settings, [hint.ANY_QUEUE])

@@ -1,4 +1,4 @@
-"""The workloads of BENCH.md (W1–W6) and the claim-strategy comparison, each a function of a Bench.
+"""The workloads of BENCH.md (W1–W8) and the claim-strategy comparison, each a function of a Bench.
 
 Every function runs its workload ``bench.runs`` times, prints one line per figure as soon as it is
 known, and returns the figures (for the summary table).  Worker processes are real ``mysqlq worker``
@@ -12,6 +12,7 @@ import contextlib
 import json
 import math
 import os
+import pathlib
 import signal
 import socket
 import subprocess
@@ -70,14 +71,15 @@ class Sizes:
     w6_jobs: int
     strategy_jobs: int
     strategy_jobs_batch1: int
+    w7_jobs: int
 
     @classmethod
     def for_mode(cls, quick: bool) -> Sizes:
         if quick:
             return cls(w1_jobs=5000, w2_seconds=3, w3_seconds=10, w4_singles=1000, w4_bulk=5000,
-                       w5_history=200_000, w6_jobs=5000, strategy_jobs=3000, strategy_jobs_batch1=600)
+                       w5_history=200_000, w6_jobs=5000, strategy_jobs=3000, strategy_jobs_batch1=600, w7_jobs=1000)
         return cls(w1_jobs=20_000, w2_seconds=10, w3_seconds=30, w4_singles=5000, w4_bulk=20_000,
-                   w5_history=2_000_000, w6_jobs=10_000, strategy_jobs=5000, strategy_jobs_batch1=1500)
+                   w5_history=2_000_000, w6_jobs=10_000, strategy_jobs=5000, strategy_jobs_batch1=1500, w7_jobs=2000)
 
 
 # ---------------------------------------------------------------------------- one drain
@@ -735,3 +737,112 @@ def strategies(bench: Bench, sizes: Sizes, k: int = 2) -> list[Figure]:
                                ratio_bare_steady=d.steady_jobs_s / b.steady_jobs_s)
     out = [emit(fig) for fig in figures]
     return out
+
+
+# ---------------------------------------------------------------------------- W7, W8: jobs that wait
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of a process, from /proc/PID/status (0 once it is gone)."""
+    try:
+        for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+@dataclass
+class WaitDrain:
+    jobs: int
+    wall: float  # from starting the processes until every job is done
+    steady: float  # from the first job's start to the last job's end
+    rss_mib: float  # the largest resident set of one worker seen during the run
+    per_worker: dict[str, int]
+
+
+def drain_waiting(bench: Bench, name: str, k: int, jobs: Sequence[bytes], handler: str,
+                  options: Sequence[str] = ()) -> WaitDrain:
+    """Put ``jobs`` (payloads) for ``handler`` in a fresh table, start K workers, wait until all are done."""
+    dsn = bench.fresh(name)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    fill_jobs(cur, len(jobs), handler=handler, payloads=jobs)
+    started = time.perf_counter()
+    workers = bench.workers(dsn, k, *options, tag=name)
+    rss = 0
+    try:
+        deadline = time.monotonic() + max(120.0, len(jobs) / 5)
+        while pending(cur):
+            workers.check_alive()
+            rss = max([rss, *(rss_kib(pid) for pid in workers.pids)])
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name}: jobs still pending")
+            time.sleep(0.01)
+        ended = time.perf_counter()
+    finally:
+        workers.stop()
+    cur.execute("SELECT COUNT(*), SUM(status = 'done'),"
+                " TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at)) FROM mysqlq_jobs")
+    count, done, span_us = cur.fetchone()
+    if int(count) != len(jobs) or int(done or 0) != len(jobs):
+        raise RuntimeError(f"{name}: expected {len(jobs)} done jobs, found {status_counts(cur)}")
+    cur.execute("SELECT worker, COUNT(*) FROM mysqlq_jobs GROUP BY worker")
+    per_worker = {str(worker): int(n) for worker, n in cur.fetchall()}
+    conn.close()
+    bench.drop(dsn.database)
+    workers.log.unlink(missing_ok=True)
+    return WaitDrain(len(jobs), ended - started, span_us / 1e6, rss / 1024, per_worker)
+
+
+def w7(bench: Bench, sizes: Sizes, k: int = 2, seconds: float = 0.05) -> list[Figure]:
+    """2,000 jobs that wait 50 ms, ``def`` and ``async def``, K=2 workers at the default concurrency."""
+    n, slots = sizes.w7_jobs, DEFAULTS.concurrency
+    ideal = k * slots / seconds
+    figures = []
+    for handler in ("bench.sleep", "bench.asleep"):
+        fig = Figure("W7", {"handler": handler, "k": str(k), "concurrency": str(slots), "n": str(n)},
+                     spread=("jobs_s", "ratio_ideal"))
+        for run in range(bench.runs):
+            note(f"W7 run {run + 1}: {n} × {handler} ({seconds * 1000:g} ms), K={k}, concurrency {slots}")
+            d = drain_waiting(bench, f"w7_{handler.split('.')[1]}_r{run}", k,
+                              [json.dumps({"s": seconds}).encode()] * n, handler)
+            fig.add(jobs_s=d.jobs / d.wall, ratio_ideal=d.jobs / d.wall / ideal,
+                    steady_jobs_s=d.jobs / d.steady, ratio_ideal_steady=d.jobs / d.steady / ideal,
+                    ideal_jobs_s=ideal, rss_mib_per_worker=d.rss_mib)
+        figures.append(emit(fig))
+    return figures
+
+
+def w7_sweep(bench: Bench, sizes: Sizes, k: int = 2, seconds: float = 0.05) -> list[Figure]:
+    """W7 (``def`` handler) at several concurrencies: throughput against memory, to choose the default."""
+    figures = []
+    for slots in (1, 3, 5, 8, 10, 16):
+        n = min(sizes.w7_jobs, max(200, slots * 100))
+        ideal = k * slots / seconds
+        fig = Figure("W7", {"handler": "bench.sleep", "k": str(k), "concurrency": str(slots), "n": str(n)},
+                     spread=("ratio_ideal_steady",))
+        for run in range(bench.runs):
+            note(f"W7 sweep run {run + 1}: concurrency {slots}, {n} jobs")
+            d = drain_waiting(bench, f"w7s_{slots}_r{run}", k, [json.dumps({"s": seconds}).encode()] * n,
+                              "bench.sleep", ["--concurrency", str(slots)])
+            fig.add(jobs_s=d.jobs / d.wall, ratio_ideal=d.jobs / d.wall / ideal,
+                    steady_jobs_s=d.jobs / d.steady, ratio_ideal_steady=d.jobs / d.steady / ideal,
+                    rss_mib_per_worker=d.rss_mib)
+        figures.append(emit(fig))
+    return figures
+
+
+def w8(bench: Bench, sizes: Sizes, k: int = 2, jobs: int = 20, seconds: float = 0.5) -> list[Figure]:
+    """20 jobs of 0.5 s enqueued at once, two workers started together: makespan against the ideal."""
+    slots = DEFAULTS.concurrency
+    ideal = jobs * seconds / (k * slots)
+    fig = Figure("W8", {"jobs": str(jobs), "seconds": f"{seconds:g}", "k": str(k), "concurrency": str(slots)},
+                 spread=("ratio_ideal",))
+    for run in range(bench.runs):
+        note(f"W8 run {run + 1}: {jobs} × {seconds:g} s on {k} workers of {slots} slots (ideal {ideal:g} s)")
+        d = drain_waiting(bench, f"w8_r{run}", k, [json.dumps({"s": seconds}).encode()] * jobs, "bench.sleep")
+        fig.add(makespan_s=d.steady, ideal_s=ideal, ratio_ideal=d.steady / ideal, wall_s=d.wall,
+                jobs_per_worker_min=min(d.per_worker.values()), jobs_per_worker_max=max(d.per_worker.values()))
+    return [emit(fig)]

@@ -157,8 +157,6 @@ def test_migrate_refuses_a_newer_schema(qdb: QueueDB) -> None:
     assert qdb.query("SELECT version FROM mysqlq_schema_version ORDER BY version") == before
 
 
-@pytest.mark.xfail(strict=True, reason="mysqlq/runner.py still decodes with json.loads; it must call "
-                   "mysqlq.jobs.decode_payload (runner.py is being rewritten elsewhere)")
 def test_a_stored_payload_saying_nan_is_dead_at_once(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         job_id = producer.enqueue("test.record", {"x": 1})

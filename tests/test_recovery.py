@@ -7,6 +7,8 @@ import json
 import os
 import signal
 
+import pytest
+
 from mysqlq import Job
 from mysqlq.store import claims
 from mysqlq.store import workers as registry
@@ -178,14 +180,15 @@ def test_a_transactional_handler_that_lost_its_claim_rolls_its_effect_back(qdb: 
     assert qdb.query("SELECT status, batch_id FROM mysqlq_jobs") == [("running", 999)]
 
 
-def test_chaos_kill_workers_and_the_server_lose_nothing(qdb: QueueDB) -> None:
+@pytest.mark.parametrize("concurrency", ["1", "5"])
+def test_chaos_kill_workers_and_the_server_lose_nothing(qdb: QueueDB, concurrency: str) -> None:
     """3 workers drain 10,000 jobs while workers are kill -9'd and the server crashes once."""
     make_effects_table(qdb)
     plain = [Job("test.record", {"sleep": 0.0005}) for _ in range(5000)]
     effect = [Job("test.effect") for _ in range(5000)]
     with qdb.producer() as producer:
         producer.enqueue_many([job for pair in zip(plain, effect, strict=True) for job in pair])
-    args = ("--batch-size", "25", "--heartbeat-interval", "0.5", "--lease", "10")
+    args = ("--batch-size", "25", "--heartbeat-interval", "0.5", "--lease", "10", "--concurrency", concurrency)
     names = ["c1", "c2", "c3"]
     running = {name: qdb.worker("--name", name, *args) for name in names}
     killed: set[int] = set()

@@ -88,7 +88,8 @@ def run_scenario(systemd: PrivateSystemd, d: Deployment) -> None:
     assert warnings == ([w for w in warnings if "PrivateTmp is off" in w] if under_tmp else []), warnings
     systemd.write("/etc/mysqlq/mysqlq.env", f"MYSQLQ_DSN={d.dsn}\nMYSQLQ_QUEUES=e2e\nMYSQLQ_BATCH_SIZE=10\n"
                   "MYSQLQ_POLL_INTERVAL=30\n")  # idle workers wake on hints, not by polling
-    systemd.write("/etc/mysqlq/1.env", "MYSQLQ_QUEUES=e2e-1,e2e\n")
+    # worker@1 runs one job at a time (its stop releases a batch it has started); worker@2 has 5 slots.
+    systemd.write("/etc/mysqlq/1.env", "MYSQLQ_QUEUES=e2e-1,e2e\nMYSQLQ_CONCURRENCY=1\n")
     systemd.write("/etc/mysqlq/2.env", "MYSQLQ_QUEUES=e2e-2,e2e\n")
 
     systemd.systemctl("start", "worker@1", "worker@2")  # returns once both sent READY=1

@@ -83,9 +83,11 @@ def has(key: str, value: str | None = None) -> Callable[[Message], bool]:
     return lambda message: key in message.fields and (value is None or message.fields[key] == value)
 
 
-def test_ready_status_watchdog_stopping_come_from_the_main_pid(qdb: QueueDB, notify_socket: NotifySocket) -> None:
+@pytest.mark.parametrize(("concurrency", "busy"), [("1", "running batch"), ("5", "running 1 of 5 slots")])
+def test_ready_status_watchdog_stopping_come_from_the_main_pid(qdb: QueueDB, notify_socket: NotifySocket,
+                                                               concurrency: str, busy: str) -> None:
     env = qdb.env(NOTIFY_SOCKET=str(notify_socket.path), WATCHDOG_USEC="1000000")
-    proc = qdb.worker("--name", "notify-1", "--batch-size", "5", env=env)
+    proc = qdb.worker("--name", "notify-1", "--batch-size", "5", "--concurrency", concurrency, env=env)
 
     ready = notify_socket.wait_for(has("READY", "1"), "READY=1")
     assert ready.pid == proc.pid
@@ -94,8 +96,8 @@ def test_ready_status_watchdog_stopping_come_from_the_main_pid(qdb: QueueDB, not
 
     with qdb.producer() as producer:
         producer.enqueue("test.record", {"tag": "a"})
-    running = notify_socket.wait_for(lambda m: m.fields.get("STATUS", "").startswith("running batch"), "busy STATUS")
-    assert "(1 jobs)" in running.fields["STATUS"]
+    running = notify_socket.wait_for(lambda m: m.fields.get("STATUS", "").startswith(busy), "busy STATUS")
+    assert "(1 jobs)" in running.fields["STATUS"] or concurrency != "1"
     idle = notify_socket.wait_for(lambda m: m.fields.get("STATUS", "").startswith("idle; 1 done"), "idle STATUS")
     assert idle.pid == proc.pid
 

@@ -33,14 +33,14 @@ def test_three_workers_drain_5000_jobs_each_exactly_once(qdb: QueueDB) -> None:
 def test_one_worker_runs_a_queue_in_fifo_order(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         ids = [producer.enqueue("test.record") for _ in range(40)]
-    drain(qdb, "--batch-size", "7")
+    drain(qdb, "--batch-size", "7", "--concurrency", "1")
     assert [int(record[0]) for record in qdb.records()] == ids
 
 
 def test_lower_priority_numbers_run_first_then_fifo(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         jobs = [(priority, producer.enqueue("test.record", priority=priority)) for priority in (5, 0, -3, 5, 0, -3)]
-    drain(qdb, "--batch-size", "1")
+    drain(qdb, "--batch-size", "1", "--concurrency", "1")
     assert [int(record[0]) for record in qdb.records()] == [job_id for _, job_id in sorted(jobs)]
 
 
@@ -49,7 +49,7 @@ def test_queues_are_served_in_the_order_given(qdb: QueueDB) -> None:
         low = [producer.enqueue("test.record", queue="low") for _ in range(3)]
         high = [producer.enqueue("test.record", queue="high") for _ in range(3)]
         producer.enqueue("test.record", queue="ignored")
-    drain(qdb, "--queue", "high,low", "--batch-size", "2")
+    drain(qdb, "--queue", "high,low", "--batch-size", "2", "--concurrency", "1")
     assert [int(record[0]) for record in qdb.records()] == high + low
     assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE queue = 'ignored'") == "ready"
 
@@ -117,7 +117,7 @@ def test_a_job_past_its_time_limit_fails(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         by_default = producer.enqueue("test.sleep", {"seconds": 30}, max_attempts=1)
         by_job = producer.enqueue("test.sleep", {"seconds": 30}, max_attempts=1, time_limit=0.3)
-    drain(qdb, "--time-limit", "0.5")
+    drain(qdb, "--time-limit", "0.5", "--concurrency", "1")  # SIGALRM; slots: tests/test_concurrency.py
     rows = dict(qdb.query("SELECT id, last_error FROM mysqlq_jobs"))
     assert "time limit of 0.5s" in rows[by_default]
     assert "time limit of 1s" in rows[by_job]  # stored in whole seconds, rounded up
@@ -127,7 +127,7 @@ def test_a_job_past_its_time_limit_fails(qdb: QueueDB) -> None:
 def test_sigterm_finishes_the_job_in_hand_and_releases_the_rest(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         ids = [producer.enqueue("test.sleep", {"seconds": 1}) for _ in range(5)]
-    worker = qdb.worker("--batch-size", "5")
+    worker = qdb.worker("--batch-size", "5", "--concurrency", "1")
     qdb.wait_for(lambda: any(record[2] == "start" for record in qdb.records()), what="the first job to start")
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0

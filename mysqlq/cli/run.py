@@ -44,6 +44,9 @@ def _instance_name() -> str:
               help="Queue to work (repeat, or comma-separate; earlier queues first) [default: default].")
 @click.option("--batch-size", envvar="MYSQLQ_BATCH_SIZE", show_envvar=True, type=click.IntRange(1, 10_000),
               default=100, help="Jobs claimed per round trip.")
+@click.option("--concurrency", envvar="MYSQLQ_CONCURRENCY", show_envvar=True, type=click.IntRange(1, 256),
+              default=5, help="Jobs in flight at once: plain handlers on threads, async ones on one event loop "
+              "(1: one at a time on the main thread). CPU-bound work scales by processes instead.")
 @click.option("--poll-interval", envvar="MYSQLQ_POLL_INTERVAL", show_envvar=True, type=click.FloatRange(min=0.01),
               default=2.0, help="Seconds between polls when idle; hints from producers wake it sooner.")
 @click.option("--flush-interval", envvar="MYSQLQ_FLUSH_INTERVAL", show_envvar=True, type=click.FloatRange(min=0),
@@ -88,7 +91,7 @@ def _instance_name() -> str:
               "127.0.0.1]. Under systemd give each instance its own port (in /etc/mysqlq/INSTANCE.env).")
 @click.pass_context
 def worker(ctx: click.Context, /, name: str | None, queues: tuple[str, ...] | None, **options: object) -> None:
-    """Run jobs until SIGTERM: finish the job in hand, release the rest of the batch, exit 0."""
+    """Run jobs until SIGTERM: finish the jobs in flight, release the claimed rest, exit 0."""
     cfg = settings(ctx, worker_name=name or _instance_name(), queues=queues, **options)
     raise SystemExit(Worker(cfg).run())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import time
@@ -35,3 +36,13 @@ def latency(payload: Any, ctx: Any) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as out:
             out.write(f"{(started - float(payload['t'])) * 1000:.3f}\n")
+
+
+def sleep(payload: Any, ctx: Any) -> None:
+    """Wait payload["s"] seconds (50 ms by default), as a call to another service would."""
+    time.sleep(float(payload.get("s", 0.05)) if isinstance(payload, dict) else 0.05)
+
+
+async def asleep(payload: Any, ctx: Any) -> None:
+    """``sleep`` as a coroutine."""
+    await asyncio.sleep(float(payload.get("s", 0.05)) if isinstance(payload, dict) else 0.05)

@@ -3,7 +3,10 @@ MYSQLQ_TEST_RECORD, so a test can read back exactly which jobs ran, in what orde
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
+import threading
 import time
 from typing import Any
 
@@ -62,3 +65,41 @@ def effect(payload: Any, ctx: mysqlq.JobContext) -> None:
         time.sleep(float(payload["sleep"]))
     if isinstance(payload, dict) and payload.get("fail"):
         raise RuntimeError("effect handler failed after writing")
+
+
+def span(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Record ``job_id span start end`` (monotonic) around a sleep, to see how runs overlap."""
+    start = time.monotonic()
+    time.sleep(float(payload.get("seconds", 0.2)) if isinstance(payload, dict) else 0.2)
+    _append(f"{ctx.job_id} span {start:.6f} {time.monotonic():.6f} {threading.get_ident()}")
+
+
+async def aspan(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """``span`` as a coroutine: awaits instead of blocking."""
+    start = time.monotonic()
+    await asyncio.sleep(float(payload.get("seconds", 0.2)) if isinstance(payload, dict) else 0.2)
+    _append(f"{ctx.job_id} aspan {start:.6f} {time.monotonic():.6f} {threading.get_ident()}")
+
+
+async def asleep(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """``sleep`` as a coroutine (time limits cancel it)."""
+    _append(f"{ctx.job_id} {ctx.attempt} start")
+    await asyncio.sleep(float(payload["seconds"]))
+    _append(f"{ctx.job_id} {ctx.attempt} end")
+
+
+def stuck(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Never return (until the process ends): a handler blocked in a call that ignores time limits."""
+    _append(f"{ctx.job_id} {ctx.attempt} stuck")
+    threading.Event().wait()
+
+
+def exits(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Call sys.exit(), or raise what the payload names (SystemExit, KeyboardInterrupt)."""
+    _append(f"{ctx.job_id} {ctx.attempt} exits")
+    how = payload.get("how", "exit") if isinstance(payload, dict) else "exit"
+    if how == "interrupt":
+        raise KeyboardInterrupt("from the handler")
+    if how == "systemexit":
+        raise SystemExit(3)
+    sys.exit("handler asked to exit")
