@@ -121,7 +121,8 @@ class Worker:
             if beating:
                 self.heartbeat.stop(self.db)
             self.db.close()
-            self.log.info("worker.stopped", done=self.done, failed=self.failed, exit_code=exit_code)
+            if beating:  # a worker refused at registration never started: the CLI says why
+                self.log.info("worker.stopped", done=self.done, failed=self.failed, exit_code=exit_code)
             logs.flush()
         return exit_code
 
