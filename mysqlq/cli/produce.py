@@ -16,7 +16,7 @@ from ..config import Settings
 from ..db import CLI_RETRY, Database
 from ..durations import format_duration, parse_duration
 from ..errors import ConfigError, InvalidJob, MysqlqError
-from ..jobs import STATUSES, Job
+from ..jobs import DEDUPE_SCOPES, STATUSES, Job
 from ..producer import Producer, check_schema
 from ..stats import queue_stats
 from ..store.schema import applied_version, latest_version, migrate
@@ -76,7 +76,8 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
         raise InvalidJob(f"line {number}: not valid JSON: {exc}") from None
     if not isinstance(item, dict) or "handler" not in item:
         raise InvalidJob(f"line {number}: expected an object with at least \"handler\"")
-    known = {"handler", "payload", "queue", "delay", "priority", "dedupe_key", "max_attempts", "time_limit"}
+    known = {"handler", "payload", "queue", "delay", "priority", "dedupe_key", "dedupe_scope", "max_attempts",
+             "time_limit"}
     unknown = set(item) - known
     if unknown:
         raise InvalidJob(f"line {number}: unknown field(s) {', '.join(sorted(unknown))}")
@@ -97,12 +98,15 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
 @click.option("--delay", type=float, default=0.0, help="Seconds to wait before the job may run.")
 @click.option("--priority", type=int, default=0, help="Lower runs first.")
 @click.option("--dedupe-key", help="Enqueue at most once per key: a taken key prints the existing job's id.")
+@click.option("--dedupe-scope", envvar="MYSQLQ_DEDUPE_SCOPE", show_envvar=True, type=click.Choice(DEDUPE_SCOPES),
+              default="forever", help="How long the key holds: until the job is purged (forever), or until it "
+              "ends, done, dead or cancelled (active).")
 @click.option("--max-attempts", type=int, envvar="MYSQLQ_MAX_ATTEMPTS", show_envvar=True, default=None,
               help="Attempts before the job is dead [default: 5].")
 @click.option("--time-limit", type=float, help="Seconds the job may run [default: the worker's].")
 @click.pass_context
 def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: Path | None, queue: str,
-            delay: float, priority: int, dedupe_key: str | None, max_attempts: int | None,
+            delay: float, priority: int, dedupe_key: str | None, dedupe_scope: str, max_attempts: int | None,
             time_limit: float | None) -> None:
     """Enqueue HANDLER with a JSON PAYLOAD ("-": read it from stdin) and print its id,
     or bulk-load jobs with --file."""
@@ -111,7 +115,7 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
         if handler is not None or payload is not None:
             raise click.UsageError("give either HANDLER [PAYLOAD] or --file, not both")
         defaults = {"queue": queue, "delay": delay, "priority": priority, "max_attempts": max_attempts,
-                    "time_limit": time_limit}
+                    "time_limit": time_limit, "dedupe_scope": dedupe_scope}
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -128,7 +132,8 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
         raise click.UsageError("HANDLER is required (or --file)")
     with Producer(cfg) as producer:
         job_id = producer.enqueue(handler, _payload(payload), queue=queue, delay=delay, priority=priority,
-                                  dedupe_key=dedupe_key, max_attempts=max_attempts, time_limit=time_limit)
+                                  dedupe_key=dedupe_key, dedupe_scope=dedupe_scope, max_attempts=max_attempts,
+                                  time_limit=time_limit)
     click.echo(job_id)
 
 
