@@ -13,11 +13,13 @@ from typing import Any
 from .config import Settings
 from .db import FOREVER, Connection, Database
 from .retention import Retention
+from .scheduler import Scheduler
 from .store import workers as store
 from .store.schema import lock_name
 
 EXPIRED_SWEEP_EVERY = 5  # reaper runs; the lease-expiry sweep is the slow path
 CONFIRM_AFTER = 1.0  # seconds before the second look at a worker whose connection vanished
+SCHEDULE_AFTER_ERROR = 5.0  # seconds before the scheduler's next turn when one failed
 
 
 class Heartbeat:
@@ -39,6 +41,7 @@ class Heartbeat:
         self._missing: dict[int, object] = {}  # workers whose connection vanished, by last heartbeat
         self._lock = lock_name("reaper", settings.dsn.database)
         self.retention = Retention(settings, self.db, log)  # the leader's other chore
+        self.scheduler = Scheduler(settings, self.db, log)  # and recurring jobs (a bad file is refused here)
 
     def _on_connect(self, conn: Connection) -> None:
         self.leader = False  # named locks die with the connection
@@ -86,7 +89,7 @@ class Heartbeat:
         settings = self.settings
         now = time.monotonic()
         next_beat, next_reap = now + settings.heartbeat_interval, now
-        next_retain = now
+        next_retain = next_schedule = now
         while not self._stop.is_set():
             try:
                 now = time.monotonic()
@@ -101,8 +104,11 @@ class Heartbeat:
                 if self.leader and now >= next_retain:
                     next_retain = now + settings.retention_interval  # also when the turn fails
                     next_retain = now + self.retention.run()  # see mysqlq.retention
+                if self.leader and now >= next_schedule:
+                    next_schedule = now + SCHEDULE_AFTER_ERROR  # also when the turn fails
+                    next_schedule = now + self.scheduler.run()  # see mysqlq.scheduler
                 if self.leader:
-                    self._stop.wait(max(0.0, min(next_beat, next_reap) - time.monotonic()))
+                    self._stop.wait(max(0.0, min(next_beat, next_reap, next_schedule) - time.monotonic()))
                 elif self.await_leadership(next_beat - time.monotonic()):
                     next_reap = time.monotonic()  # a leader just died: reap at once
             except Exception as exc:  # never let the thread die: the next beat tries again

@@ -57,4 +57,4 @@ def settings(ctx: click.Context, **values: Any) -> Settings:
 
 
 # Command modules register themselves on ``main``.
-from . import deploy, ops, produce, run  # noqa: E402, F401
+from . import deploy, ops, produce, run, schedule  # noqa: E402, F401

@@ -18,6 +18,7 @@ from ..durations import format_duration, parse_duration
 from ..errors import ConfigError, InvalidJob, MysqlqError
 from ..jobs import DEDUPE_SCOPES, STATUSES, Job
 from ..producer import Producer, check_schema
+from ..schedule import load as load_schedule
 from ..stats import queue_stats
 from ..store.schema import applied_version, latest_version, migrate
 from . import main, settings
@@ -37,10 +38,13 @@ def migrate_command(ctx: click.Context) -> None:
 
 
 @main.command()
+@click.option("--schedule", metavar="FILE", envvar="MYSQLQ_SCHEDULE", show_envvar=True, default=None,
+              help="Also check this schedule file: every entry valid, every handler it names installed.")
 @click.pass_context
-def check(ctx: click.Context) -> None:
+def check(ctx: click.Context, schedule: str | None) -> None:
     """Check the configuration: connect, compare schema versions, resolve every installed handler."""
     cfg = settings(ctx)
+    entries = load_schedule(schedule, cfg) if schedule else []
     db = Database(cfg.dsn, retry=CLI_RETRY)
     version = db.run(applied_version)
     db.run(check_schema)
@@ -56,6 +60,13 @@ def check(ctx: click.Context) -> None:
     if problems:
         raise MysqlqError(f"{len(problems)} of {count} handlers cannot be loaded: {problems[0]}")
     click.echo(f"handlers: ok ({count} installed)")
+    if schedule:
+        names = {info.name for info in handler_registry.installed()}
+        missing = [entry for entry in entries if entry.handler not in names]
+        if missing:
+            raise MysqlqError(f"schedule {schedule}: entry {missing[0].name!r} names handler {missing[0].handler!r},"
+                              " which no installed entry point provides")
+        click.echo(f"schedule: ok ({len(entries)} entries in {schedule})")
 
 
 def _payload(text: str | None) -> Any:

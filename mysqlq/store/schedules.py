@@ -1,0 +1,69 @@
+"""Schedule state (``mysqlq/sql/schedules.sql``): per entry, the tick enqueued last and the one due next."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..db import Cursor
+from . import execute, execute_in
+
+
+@dataclass(frozen=True)
+class State:
+    """What the database remembers of one entry (aware UTC datetimes)."""
+
+    name: str
+    timing: str
+    last_tick: datetime | None
+    next_tick: datetime
+    enqueued_at: datetime | None
+    last_job_id: int | None
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.replace(tzinfo=UTC)
+
+
+def _naive(moment: datetime) -> datetime:
+    """What a DATETIME column takes: the UTC wall time (sessions run in UTC, see mysqlq.db.connect)."""
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def now(cur: Cursor) -> datetime:
+    execute(cur, "schedule_now")
+    row = cur.fetchone()
+    assert row is not None and isinstance(row[0], datetime)
+    return row[0].replace(tzinfo=UTC)
+
+
+def states(cur: Cursor) -> dict[str, State]:
+    execute(cur, "schedule_states")
+    found = {}
+    for name, timing, last_tick, next_tick, enqueued_at, last_job_id in cur.fetchall():
+        found[str(name)] = State(str(name), str(timing), _aware(last_tick), next_tick.replace(tzinfo=UTC),
+                                 _aware(enqueued_at), None if last_job_id is None else int(last_job_id))
+    return found
+
+
+def add(cur: Cursor, name: str, timing: str, next_tick: datetime) -> bool:
+    """Start remembering an entry; False when another worker did so first."""
+    return execute(cur, "schedule_add", {"name": name, "timing": timing, "next_tick": _naive(next_tick)}) == 1
+
+
+def retime(cur: Cursor, name: str, old_timing: str, timing: str, next_tick: datetime) -> bool:
+    params = {"name": name, "old_timing": old_timing, "timing": timing, "next_tick": _naive(next_tick)}
+    return execute(cur, "schedule_retime", params) == 1
+
+
+def advance(cur: Cursor, name: str, due: datetime, tick: datetime, next_tick: datetime, job_id: int) -> bool:
+    """Record the tick enqueued and the next one; False when another worker advanced the entry first."""
+    params = {"name": name, "due": _naive(due), "tick": _naive(tick), "next_tick": _naive(next_tick),
+              "job_id": job_id}
+    return execute(cur, "schedule_advance", params) == 1
+
+
+def forget_others(cur: Cursor, names: Sequence[str]) -> int:
+    """Delete the state of every entry not named; returns how many were deleted."""
+    return execute_in(cur, "schedule_forget", names) if names else execute(cur, "schedule_forget_all")
