@@ -49,6 +49,13 @@ def check(ctx: click.Context, schedule: str | None) -> None:
     version = db.run(applied_version)
     db.run(check_schema)
     click.echo(f"database: ok ({cfg.dsn.redacted()}, schema version {version})")
+    if schedule:
+        names = {info.name for info in handler_registry.installed()}
+        missing = [entry for entry in entries if entry.handler not in names]
+        if missing:
+            raise MysqlqError(f"schedule {schedule}: entry {missing[0].name!r} names handler {missing[0].handler!r},"
+                              " which no installed entry point provides")
+        click.echo(f"schedule: ok ({len(entries)} entries in {schedule})")
     registry = handler_registry.Registry()
     problems = []
     for info in handler_registry.installed():
@@ -60,13 +67,6 @@ def check(ctx: click.Context, schedule: str | None) -> None:
     if problems:
         raise MysqlqError(f"{len(problems)} of {count} handlers cannot be loaded: {problems[0]}")
     click.echo(f"handlers: ok ({count} installed)")
-    if schedule:
-        names = {info.name for info in handler_registry.installed()}
-        missing = [entry for entry in entries if entry.handler not in names]
-        if missing:
-            raise MysqlqError(f"schedule {schedule}: entry {missing[0].name!r} names handler {missing[0].handler!r},"
-                              " which no installed entry point provides")
-        click.echo(f"schedule: ok ({len(entries)} entries in {schedule})")
 
 
 def _payload(text: str | None) -> Any:
