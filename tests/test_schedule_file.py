@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
+import stat
+import subprocess
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from mysqlq import ConfigError
 from mysqlq.schedule import Entry, load, parse, tick_key
+
+from .conftest import MYSQLQ
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -164,3 +170,20 @@ def test_the_latest_tick_agrees_with_the_next_one_across_dst() -> None:
                 assert entry.latest_at(tick) == tick, (cron, tick)
                 assert entry.latest_at(tick + timedelta(seconds=59)) == tick, (cron, tick)
                 assert entry.next_after(entry.latest_at(tick - timedelta(microseconds=1))) == tick, (cron, tick)
+
+
+def test_the_installer_writes_a_commented_example_schedule_that_parses_once_uncommented(tmp_path: Path) -> None:
+    command = [MYSQLQ, "install-systemd", "--root", str(tmp_path), "--no-reload"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    path = tmp_path / "etc/mysqlq/schedule.toml"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    text = path.read_text()
+    assert parse(text) == []  # every entry commented out: nothing recurs until you say so
+    uncommented = re.sub(r"^# (?=\[|\w+ = )", "", text, flags=re.MULTILINE)
+    assert [(entry.name, entry.timing) for entry in parse(uncommented)] == [
+        ("nightly-report", "cron 0 3 * * * Europe/Berlin"), ("refresh-cache", "every 30s")]
+    assert "\n#MYSQLQ_SCHEDULE=/etc/mysqlq/schedule.toml\n" in (tmp_path / "etc/mysqlq/mysqlq.env").read_text()
+    path.write_text("# mine\n")
+    again = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert f"kept {path}" in again.stdout and path.read_text() == "# mine\n"
