@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mysqlq import InvalidJob, Job
+from mysqlq import InvalidJob, Job, enqueue_on
 from mysqlq.db import Cursor
 from mysqlq.store import claims, workers
 
@@ -127,3 +127,20 @@ def test_an_unknown_scope_is_refused_and_nothing_is_written(qdb: QueueDB) -> Non
     with qdb.producer() as producer, pytest.raises(InvalidJob, match="dedupe scope must be 'forever' or 'active'"):
         producer.enqueue("test.record", dedupe_key="k", dedupe_scope="until-done")
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 0
+
+
+def test_transactions_and_caller_connections_take_a_dedupe_scope(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        with producer.transaction() as tx:
+            in_tx = tx.enqueue("test.record", dedupe_key="tx", dedupe_scope="active")
+        conn = qdb.connect()
+        try:
+            on_conn = enqueue_on(conn, Job("test.record", dedupe_key="conn", dedupe_scope="active"), qdb.settings())
+            conn.commit()
+        finally:
+            conn.close()
+        assert claim_next(qdb) == 2
+        assert run_store(qdb, lambda cur: claims.complete_batch(cur, 7)) == 2
+        assert producer.enqueue("test.record", dedupe_key="tx", dedupe_scope="active") not in (in_tx, on_conn)
+        assert producer.enqueue("test.record", dedupe_key="conn", dedupe_scope="active") not in (in_tx, on_conn)
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'ready'") == 2
