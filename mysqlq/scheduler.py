@@ -1,10 +1,10 @@
 """The scheduler: the worker leading the reaper enqueues each due tick of the schedule file, once cluster-wide.
 
-Exactly once does not rest on there being a single leader. A tick is enqueued with the dedupe key
-``mysqlq:schedule:<name>:<tick in UTC>``, which holds until the job is purged, so two workers that
-both think they lead, or a leader that died between enqueuing a tick and recording it, still make one
-job. The entry's row in ``mysqlq_schedules`` is then advanced by a compare-and-set on the tick that
-was due, so only one of them records it.
+Exactly once does not rest on there being a single leader. A tick's job and the advance of the
+entry's row in ``mysqlq_schedules`` (a compare-and-set on the tick that was due) commit together, and
+the job carries the dedupe key ``mysqlq:schedule:<name>:<tick in UTC>``, so two workers that both
+think they lead make one job: the second one's insert waits for the first one's key, finds it taken,
+and its compare-and-set changes nothing.
 
 Ticks are judged by the server's clock. An entry seen for the first time starts at its next tick
 (nothing from before it was known runs). After downtime the missed ticks collapse into one job, the
@@ -22,7 +22,6 @@ from . import hint
 from .config import Settings
 from .db import Database
 from .schedule import Entry, load
-from .store import jobs as jobs_store
 from .store import schedules as store
 
 IDLE = 60.0  # seconds between turns when no tick is due sooner (each turn re-reads the state)
@@ -85,8 +84,9 @@ class Scheduler:
         tick = max(entry.latest_at(now), state.next_tick)
         next_tick = entry.next_after(now)
         row = entry.job(tick).row(self.settings)
-        job_id = self.db.run(lambda cur: jobs_store.insert_job(cur, row))
-        if self.db.run(lambda cur: store.advance(cur, name, state.next_tick, tick, next_tick, job_id)):
+        job_id, advanced = self.db.run(lambda cur: store.enqueue_tick(cur, name, row, state.next_tick, tick,
+                                                                      next_tick))
+        if advanced:
             missed = {"missed_from": state.next_tick.isoformat()} if tick > state.next_tick else {}
             self.log.info("schedule.enqueued", schedule=name, tick=tick.isoformat(), job_id=job_id, **missed)
             hint.notify(self.settings, [entry.queue])

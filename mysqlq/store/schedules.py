@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from ..db import Cursor
-from . import execute, execute_in
+from . import execute, execute_in, jobs
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,23 @@ def retime(cur: Cursor, name: str, old_timing: str, timing: str, next_tick: date
     return execute(cur, "schedule_retime", params) == 1
 
 
-def advance(cur: Cursor, name: str, due: datetime, tick: datetime, next_tick: datetime, job_id: int) -> bool:
-    """Record the tick enqueued and the next one; False when another worker advanced the entry first."""
-    params = {"name": name, "due": _naive(due), "tick": _naive(tick), "next_tick": _naive(next_tick),
-              "job_id": job_id}
-    return execute(cur, "schedule_advance", params) == 1
+def enqueue_tick(cur: Cursor, name: str, row: Sequence[Any], due: datetime, tick: datetime,
+                 next_tick: datetime) -> tuple[int, bool]:
+    """In one transaction: enqueue a tick's job (``row`` as for insert_job, keyed by entry and tick) and
+    advance the entry from ``due`` to ``next_tick``. Returns the job's id (the existing one when the tick
+    was enqueued before) and whether this call advanced the entry (False: another worker did)."""
+    conn = cur.connection
+    conn.begin()
+    try:
+        job_id = jobs.insert_job(cur, row)
+        params = {"name": name, "due": _naive(due), "tick": _naive(tick), "next_tick": _naive(next_tick),
+                  "job_id": job_id}
+        advanced = execute(cur, "schedule_advance", params) == 1
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return job_id, advanced
 
 
 def forget_others(cur: Cursor, names: Sequence[str]) -> int:
