@@ -69,6 +69,17 @@ def test_a_due_tick_is_enqueued_once_with_the_entry_fields(qdb: QueueDB) -> None
         (datetime(2026, 11, 23, 10, 1), datetime(2026, 11, 23, 10, 2), job_id)]
 
 
+def test_a_tick_whose_key_is_taken_is_recorded_not_enqueued_again(qdb: QueueDB) -> None:
+    sched = scheduler(qdb, EVERY_MINUTE)
+    sched.turn(utc(2026, 11, 23, 10, 0, 30))
+    with qdb.producer() as producer:  # as if another leader had enqueued 10:01 meanwhile
+        taken = producer.enqueue("test.record", dedupe_key="mysqlq:schedule:minutely:2026-11-23T10:01:00Z")
+    sched.turn(utc(2026, 11, 23, 10, 1, 1))
+    assert qdb.query("SELECT id FROM mysqlq_jobs") == [(taken,)]
+    assert qdb.query("SELECT last_tick, next_tick, last_job_id FROM mysqlq_schedules") == [
+        (datetime(2026, 11, 23, 10, 1), datetime(2026, 11, 23, 10, 2), taken)]
+
+
 def test_downtime_spanning_three_ticks_yields_one_catch_up_job(qdb: QueueDB) -> None:
     sched = scheduler(qdb, EVERY_MINUTE)
     sched.turn(utc(2026, 11, 23, 10, 0, 30))
