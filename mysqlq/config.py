@@ -136,6 +136,7 @@ class Settings:
     retain_dead: float | None = 30 * 86400.0  # seconds dead jobs are kept; 0 or None: forever
     retention_interval: float = 60.0  # seconds between the workers' retention turns
     retention_batch: int = 1000  # rows per retention DELETE
+    schedule: str | None = None  # a TOML file of recurring jobs (mysqlq.schedule), run by the reaper leader
     burst: bool = False
     metrics_listen: str | None = None  # [host:]port where the worker serves its Prometheus metrics; None: off
 

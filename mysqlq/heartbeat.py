@@ -16,12 +16,14 @@ from .db import FOREVER, Connection, Database
 from .errors import ConfigError
 from .leadership import Leadership
 from .retention import Retention
+from .scheduler import Scheduler
 from .store import hints as hint_store
 from .store import leadership as leader_store
 from .store import workers as store
 
 EXPIRED_SWEEP_EVERY = 5  # reaper runs; the lease-expiry sweep is the slow path
 CONFIRM_AFTER = 1.0  # seconds before the second look at a worker whose connection vanished
+SCHEDULE_AFTER_ERROR = 5.0  # seconds before the scheduler's next turn when one failed
 
 
 def pid_alive(pid: int) -> bool:
@@ -65,6 +67,7 @@ class Heartbeat:
         self._reaps = 0
         self._missing: dict[int, object] = {}  # workers whose connection vanished, by last heartbeat
         self.retention = Retention(settings, self.db, log)  # the leader's other chore
+        self.scheduler = Scheduler(settings, self.db, log)  # and recurring jobs (a bad file is refused here)
 
     @property
     def leader(self) -> bool:
@@ -140,7 +143,7 @@ class Heartbeat:
         settings, lead = self.settings, self.leadership
         now = time.monotonic()
         next_beat, next_reap = now + settings.heartbeat_interval, now
-        next_retain = now
+        next_retain = next_schedule = now
         while not self._stop.is_set():
             try:
                 now = time.monotonic()
@@ -158,8 +161,11 @@ class Heartbeat:
                 if lead.leading and now >= next_retain:
                     next_retain = now + settings.retention_interval  # also when the turn fails
                     next_retain = now + self.retention.run()  # see mysqlq.retention
+                if lead.leading and now >= next_schedule:
+                    next_schedule = now + SCHEDULE_AFTER_ERROR  # also when the turn fails
+                    next_schedule = now + self.scheduler.run()  # see mysqlq.scheduler
                 if lead.leading:
-                    self._stop.wait(max(0.0, min(next_beat, next_reap) - time.monotonic()))
+                    self._stop.wait(max(0.0, min(next_beat, next_reap, next_schedule) - time.monotonic()))
                 else:
                     lead.wait(min(next_beat, lead.next_look) - time.monotonic())
             except Exception as exc:  # never let the thread die: the next beat tries again

@@ -18,6 +18,8 @@ MAX_ATTEMPTS_LIMIT = 1000
 # ahead of the server's cannot push a job past the end.
 EARLIEST_RUN_AT = datetime(1000, 1, 2)
 LATEST_RUN_AT = datetime(9999, 12, 30)
+# How long a dedupe key holds: until the job is purged, or only while it is ready, scheduled or running.
+DEDUPE_SCOPES = ("forever", "active")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Job:
     dedupe_key: str | None = None
     max_attempts: int | None = None
     time_limit: float | None = None
+    dedupe_scope: str = "forever"
 
     def row(self, settings: Settings) -> tuple[Any, ...]:
         """The insert_jobs parameters, after checking every field (InvalidJob says what is wrong)."""
@@ -46,6 +49,8 @@ class Job:
             raise InvalidJob(f"priority must be an integer from -32768 to 32767, got {self.priority!r}")
         if self.dedupe_key is not None and not 0 < len(self.dedupe_key) <= MAX_DEDUPE_KEY:
             raise InvalidJob(f"dedupe key must be 1 to {MAX_DEDUPE_KEY} characters long")
+        if self.dedupe_scope not in DEDUPE_SCOPES:
+            raise InvalidJob(f"dedupe scope must be 'forever' or 'active', got {self.dedupe_scope!r}")
         attempts = settings.max_attempts if self.max_attempts is None else self.max_attempts
         if not isinstance(attempts, int) or not 1 <= attempts <= MAX_ATTEMPTS_LIMIT:
             raise InvalidJob(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS_LIMIT}, got {attempts!r}")
@@ -56,7 +61,7 @@ class Job:
         status = "scheduled" if self.delay > 0 or run_at is not None else "ready"
         time_limit = math.ceil(self.time_limit) if self.time_limit is not None else None
         return (self.queue, self.handler, payload, status, self.priority, run_at,
-                round(self.delay * 1_000_000), attempts, time_limit, self.dedupe_key)
+                round(self.delay * 1_000_000), attempts, time_limit, self.dedupe_key, self.dedupe_scope)
 
 
 def check_delay(delay: Any) -> None:

@@ -60,9 +60,15 @@ class Producer:
         dedupe_key: str | None = None,
         max_attempts: int | None = None,
         time_limit: float | None = None,
+        dedupe_scope: str = "forever",
     ) -> int:
-        """Enqueue one job and return its id (with a taken dedupe key: the existing job's id)."""
-        job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit)
+        """Enqueue one job and return its id (with a taken dedupe key: the existing job's id).
+
+        ``dedupe_scope``: "forever" holds the key until the job is purged, "active" only until it
+        ends (done, dead or cancelled).
+        """
+        job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
+                  dedupe_scope)
         row = job.row(self.settings)
         job_id = self.db.run(lambda cur: store.insert_job(cur, row))
         self.hints.notify((queue,), delay)

@@ -135,4 +135,4 @@ def settings(ctx: click.Context, **values: Any) -> Settings:
 
 
 # Command modules register themselves on ``main``.
-from . import deploy, ops, produce, run, web  # noqa: E402, F401
+from . import deploy, ops, produce, run, schedule, web  # noqa: E402, F401

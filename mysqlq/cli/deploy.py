@@ -58,6 +58,27 @@ EXAMPLE_ENV = """\
 #MYSQLQ_TIME_LIMIT=300
 
 #MYSQLQ_LOG_LEVEL=info
+
+# Recurring jobs (an example with every entry commented out is in this file).
+#MYSQLQ_SCHEDULE=/etc/mysqlq/schedule.toml
+"""
+
+EXAMPLE_SCHEDULE = """\
+# mysqlq: recurring jobs, for workers started with MYSQLQ_SCHEDULE=/etc/mysqlq/schedule.toml (see
+# mysqlq.env). Give every worker the same file; after a change, restart them: `systemctl restart
+# {name}.target`. A bad entry keeps the workers from starting, with one line naming it; try a change
+# first with `mysqlq check --schedule FILE`. `mysqlq schedule list` shows each entry's last and next run.
+
+# [nightly-report]
+# cron = "0 3 * * *"            # minute hour day month weekday, or @hourly, @daily, @weekly, @monthly
+# timezone = "Europe/Berlin"    # an IANA name; default UTC
+# handler = "report.build"      # an installed handler (`mysqlq handlers`)
+# payload = {{kind = "daily"}}
+# queue = "reports"             # and priority, max_attempts, time_limit as for `mysqlq enqueue`
+
+# [refresh-cache]
+# every = "30s"                 # an interval instead of cron
+# handler = "cache.refresh"
 """
 
 
@@ -182,7 +203,7 @@ def _write(path: Path, text: str, mode: int) -> str:
 
 
 def install(root: Path, name: str, executable: Path, template: Path) -> list[tuple[str, Path]]:
-    """Write NAME@.service, NAME.target and (unless there is one) an example env file under ``root``.
+    """Write NAME@.service, NAME.target and (unless there are) an example env file and schedule under ``root``.
 
     Returns (what happened, path) pairs; a ("warning: ...", path) pair when the unit must run as root.
     """
@@ -214,6 +235,11 @@ def install(root: Path, name: str, executable: Path, template: Path) -> list[tup
         done.append(("kept", env))
     else:
         done.append((_write(env, EXAMPLE_ENV.format(name=name), 0o600), env))
+    schedule = config_dir / "schedule.toml"  # no secrets: readable by the worker's dynamic user
+    if schedule.exists():
+        done.append(("kept", schedule))
+    else:
+        done.append((_write(schedule, EXAMPLE_SCHEDULE.format(name=name), 0o644), schedule))
     return done
 
 

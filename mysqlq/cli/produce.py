@@ -16,8 +16,9 @@ from ..config import Settings
 from ..db import CLI_RETRY, Database, connect
 from ..durations import format_duration, parse_duration
 from ..errors import ConfigError, InvalidJob, MysqlqError
-from ..jobs import STATUSES, Job, loads_strict
+from ..jobs import DEDUPE_SCOPES, STATUSES, Job, loads_strict
 from ..producer import Producer, check_schema
+from ..schedule import load as load_schedule
 from ..stats import queue_stats
 from ..store import schema
 from ..store.leadership import galera
@@ -49,10 +50,13 @@ def migrate_command(ctx: click.Context, create_database: bool) -> None:
 
 
 @main.command()
+@click.option("--schedule", metavar="FILE", envvar="MYSQLQ_SCHEDULE", show_envvar=True, default=None,
+              help="Also check this schedule file: every entry valid, every handler it names installed.")
 @click.pass_context
-def check(ctx: click.Context) -> None:
+def check(ctx: click.Context, schedule: str | None) -> None:
     """Check the configuration: connect, compare schema versions, resolve every installed handler."""
     cfg = settings(ctx)
+    entries = load_schedule(schedule, cfg) if schedule else []
     db = Database(cfg.dsn, retry=CLI_RETRY)
     version = db.run(applied_version)
     db.run(check_schema)
@@ -62,6 +66,13 @@ def check(ctx: click.Context) -> None:
                    "check per node, no wake-up lock; certification failures retried like deadlocks")
     else:
         click.echo("cluster: none (a single server)")
+    if schedule:
+        names = {info.name for info in handler_registry.installed()}
+        missing = [entry for entry in entries if entry.handler not in names]
+        if missing:
+            raise MysqlqError(f"schedule {schedule}: entry {missing[0].name!r} names handler {missing[0].handler!r},"
+                              " which no installed entry point provides")
+        click.echo(f"schedule: ok ({len(entries)} entries in {schedule})")
     registry = handler_registry.Registry()
     problems = []
     for info in handler_registry.installed():
@@ -93,7 +104,8 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
         raise InvalidJob(f"line {number}: not valid JSON: {exc}") from None
     if not isinstance(item, dict) or "handler" not in item:
         raise InvalidJob(f"line {number}: expected an object with at least \"handler\"")
-    known = {"handler", "payload", "queue", "delay", "priority", "dedupe_key", "max_attempts", "time_limit"}
+    known = {"handler", "payload", "queue", "delay", "priority", "dedupe_key", "dedupe_scope", "max_attempts",
+             "time_limit"}
     unknown = set(item) - known
     if unknown:
         raise InvalidJob(f"line {number}: unknown field(s) {', '.join(sorted(unknown))}")
@@ -114,12 +126,15 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
 @click.option("--delay", type=float, default=0.0, help="Seconds to wait before the job may run.")
 @click.option("--priority", type=int, default=0, help="Lower runs first.")
 @click.option("--dedupe-key", help="Enqueue at most once per key: a taken key prints the existing job's id.")
+@click.option("--dedupe-scope", envvar="MYSQLQ_DEDUPE_SCOPE", show_envvar=True, type=click.Choice(DEDUPE_SCOPES),
+              default="forever", help="How long the key holds: until the job is purged (forever), or until it "
+              "ends, done, dead or cancelled (active).")
 @click.option("--max-attempts", type=int, envvar="MYSQLQ_MAX_ATTEMPTS", show_envvar=True, default=None,
               help="Attempts before the job is dead [default: 5].")
 @click.option("--time-limit", type=float, help="Seconds the job may run [default: the worker's].")
 @click.pass_context
 def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: Path | None, queue: str,
-            delay: float, priority: int, dedupe_key: str | None, max_attempts: int | None,
+            delay: float, priority: int, dedupe_key: str | None, dedupe_scope: str, max_attempts: int | None,
             time_limit: float | None) -> None:
     """Enqueue HANDLER with a JSON PAYLOAD ("-": read it from stdin) and print its id,
     or bulk-load jobs with --file."""
@@ -128,7 +143,7 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
         if handler is not None or payload is not None:
             raise click.UsageError("give either HANDLER [PAYLOAD] or --file, not both")
         defaults = {"queue": queue, "delay": delay, "priority": priority, "max_attempts": max_attempts,
-                    "time_limit": time_limit}
+                    "time_limit": time_limit, "dedupe_scope": dedupe_scope}
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -145,7 +160,8 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
         raise click.UsageError("HANDLER is required (or --file)")
     with Producer(cfg) as producer:
         job_id = producer.enqueue(handler, _payload(payload), queue=queue, delay=delay, priority=priority,
-                                  dedupe_key=dedupe_key, max_attempts=max_attempts, time_limit=time_limit)
+                                  dedupe_key=dedupe_key, dedupe_scope=dedupe_scope, max_attempts=max_attempts,
+                                  time_limit=time_limit)
     click.echo(job_id)
 
 

@@ -84,6 +84,9 @@ def _instance_name() -> str:
 @click.option("--retain-dead", metavar="AGE", envvar="MYSQLQ_RETAIN_DEAD", show_envvar=True, default="30d",
               callback=_retention,
               help="Delete dead jobs this long after they ended (0 or off: keep).")
+@click.option("--schedule", metavar="FILE", envvar="MYSQLQ_SCHEDULE", show_envvar=True, default=None,
+              help="A TOML file of recurring jobs, enqueued by the worker leading the reaper (give every worker "
+              "the same file; see `mysqlq schedule list`).")
 @click.option("--burst", is_flag=True, envvar="MYSQLQ_BURST", help="Drain what is ready, then exit 0.")
 @click.option("--metrics-port", "metrics_listen", metavar="[HOST:]PORT", envvar="MYSQLQ_METRICS_PORT",
               show_envvar=True, default=None, callback=_metrics_listen,

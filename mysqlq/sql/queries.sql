@@ -76,24 +76,26 @@ SELECT RELEASE_LOCK(%(name)s);
 -- name: insert_job
 -- Enqueue one job; when its dedupe key exists, LAST_INSERT_ID() becomes the existing job's id.
 INSERT INTO mysqlq_jobs
-  (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key)
+  (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
+   dedupe_scope)
 VALUES
   (%(queue)s, %(handler)s, %(payload)s, %(status)s, %(priority)s,
    COALESCE(%(run_at)s, NOW(6) + INTERVAL %(delay_us)s MICROSECOND),
-   %(max_attempts)s, %(time_limit)s, NOW(6), %(dedupe_key)s)
+   %(max_attempts)s, %(time_limit)s, NOW(6), %(dedupe_key)s, %(dedupe_scope)s)
 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 
 -- name: insert_jobs
 -- Enqueue many jobs in one multi-row INSERT ({rows}: a job_values row per job); rows whose
 -- dedupe key exists are skipped.
 INSERT INTO mysqlq_jobs
-  (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key)
+  (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
+   dedupe_scope)
 VALUES {rows}
 ON DUPLICATE KEY UPDATE id = id;
 
 -- name: job_values
 -- One row of insert_jobs.
-(%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s)
+(%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s, %s)
 
 -- ---------------------------------------------------------------- claim
 
@@ -155,17 +157,22 @@ SELECT id, queue, handler, payload, attempts, max_attempts, time_limit,
 
 -- name: complete_jobs
 -- Record that jobs of a batch finished; jobs whose claim was taken over are not touched.
-UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL
+-- This and every statement that ends a job frees a dedupe key of scope 'active'; a job without a
+-- key keeps NULL, so no index entry changes and the statement costs what it did.
+UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL,
+       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE batch_id = %s AND status = 'running' AND id IN ({ids});
 
 -- name: complete_batch
 -- Record that the rest of a batch finished (its failures and releases were written before).
-UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL
+UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL,
+       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE batch_id = %(batch_id)s AND status = 'running';
 
 -- name: complete_job
 -- Record one finished job (transactional handlers: in the handler's transaction).
-UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL
+UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL,
+       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE id = %(id)s AND batch_id = %(batch_id)s AND status = 'running';
 
 -- name: retry_job
@@ -178,7 +185,8 @@ UPDATE mysqlq_jobs
 -- name: bury_job
 -- A job out of attempts (or that can never succeed) ends dead, its error kept.
 UPDATE mysqlq_jobs
-   SET status = 'dead', finished_at = NOW(6), lease_until = NULL, last_error = %(error)s
+   SET status = 'dead', finished_at = NOW(6), lease_until = NULL, last_error = %(error)s,
+       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE id = %(id)s AND batch_id = %(batch_id)s AND status = 'running';
 
 -- name: release_jobs
@@ -249,6 +257,7 @@ UPDATE mysqlq_jobs j LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
        j.finished_at = IF(j.attempts >= j.max_attempts, NOW(6), NULL),
        j.last_error = CONCAT('worker ', COALESCE(j.worker, '?'), ' was lost while running attempt ',
                              j.attempts, ' of ', j.max_attempts),
+       j.dedupe_key = IF(j.attempts >= j.max_attempts AND j.dedupe_scope = 'active', NULL, j.dedupe_key),
        j.batch_id = NULL, j.lease_until = NULL
  WHERE j.status = 'running'
    AND (j.worker_id IN ({ids}) OR (%s AND (j.lease_until < NOW(6) OR w.id IS NULL)))

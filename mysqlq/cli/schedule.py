@@ -1,0 +1,80 @@
+"""Commands for recurring jobs: ``mysqlq schedule list``."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from ..db import CLI_RETRY, Database
+from ..producer import check_schema
+from ..schedule import Entry, load
+from ..store import schedules as store
+from . import main, settings
+
+SCHEDULE_OPTION = click.option("--schedule", "path", metavar="FILE", envvar="MYSQLQ_SCHEDULE", show_envvar=True,
+                               required=True, help="The schedule file the workers read.")
+
+
+@main.group()
+def schedule() -> None:
+    """Recurring jobs declared in a TOML schedule file (`mysqlq worker --schedule FILE`)."""
+
+
+@schedule.command(name="list")
+@SCHEDULE_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def list_command(ctx: click.Context, path: str, as_json: bool) -> None:
+    """Each entry of the file: when it ticks, what it enqueues, its last and its next run."""
+    cfg = settings(ctx)
+    entries = load(path, cfg)
+    db = Database(cfg.dsn, retry=CLI_RETRY)
+    db.run(check_schema)
+    now = db.run(store.now)
+    states = db.run(store.states)
+    rows = [describe(entry, states.get(entry.name), now) for entry in entries]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"no entries in {path}")
+    for entry, row in zip(entries, rows, strict=True):
+        last = "never" if row["last_tick"] is None else f"{_local(row['last_tick'], entry)} (job {row['last_job_id']})"
+        note = {"new": "  (not started: no worker has led with this entry yet)",
+                "changed": "  (timing changed: takes effect when the workers restart)"}.get(row["state"], "")
+        click.echo(f"{entry.name}  {entry.timing}  handler={entry.handler} queue={entry.queue}  "
+                   f"last={last}  next={_local(row['next_tick'], entry)}{note}")
+
+
+def describe(entry: Entry, state: store.State | None, now: datetime) -> dict[str, Any]:
+    """An entry as plain data: its fields, and its last and next tick (ISO 8601, UTC).
+
+    ``state`` is ``active`` when the workers run it as the file says, ``new`` when no worker has
+    started it yet (the next tick shown is then the one it would start at), ``changed`` when the
+    workers still run an earlier timing.
+    """
+    if state is None:
+        status, next_tick = "new", entry.next_after(now)
+    else:
+        status, next_tick = ("active" if state.timing == entry.timing else "changed"), state.next_tick
+    return {
+        "name": entry.name, "timing": entry.timing, "cron": entry.cron, "every": entry.every,
+        "timezone": entry.timezone, "handler": entry.handler, "payload": entry.payload, "queue": entry.queue,
+        "priority": entry.priority, "max_attempts": entry.max_attempts, "time_limit": entry.time_limit,
+        "state": status, "last_tick": _iso(state.last_tick if state else None),
+        "last_enqueued_at": _iso(state.enqueued_at if state else None),
+        "last_job_id": state.last_job_id if state else None, "next_tick": _iso(next_tick),
+    }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _local(iso: str, entry: Entry) -> str:
+    """A tick in the entry's own time zone, as people read it."""
+    moment = datetime.fromisoformat(iso).astimezone(entry.zone)
+    return moment.strftime("%Y-%m-%d %H:%M:%S %Z")

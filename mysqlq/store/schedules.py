@@ -1,0 +1,82 @@
+"""Schedule state (``mysqlq/sql/schedules.sql``): per entry, the tick enqueued last and the one due next."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..db import Cursor
+from . import execute, execute_in, jobs
+
+
+@dataclass(frozen=True)
+class State:
+    """What the database remembers of one entry (aware UTC datetimes)."""
+
+    name: str
+    timing: str
+    last_tick: datetime | None
+    next_tick: datetime
+    enqueued_at: datetime | None
+    last_job_id: int | None
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.replace(tzinfo=UTC)
+
+
+def _naive(moment: datetime) -> datetime:
+    """What a DATETIME column takes: the UTC wall time (sessions run in UTC, see mysqlq.db.connect)."""
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def now(cur: Cursor) -> datetime:
+    execute(cur, "schedule_now")
+    row = cur.fetchone()
+    assert row is not None and isinstance(row[0], datetime)
+    return row[0].replace(tzinfo=UTC)
+
+
+def states(cur: Cursor) -> dict[str, State]:
+    execute(cur, "schedule_states")
+    found = {}
+    for name, timing, last_tick, next_tick, enqueued_at, last_job_id in cur.fetchall():
+        found[str(name)] = State(str(name), str(timing), _aware(last_tick), next_tick.replace(tzinfo=UTC),
+                                 _aware(enqueued_at), None if last_job_id is None else int(last_job_id))
+    return found
+
+
+def add(cur: Cursor, name: str, timing: str, next_tick: datetime) -> bool:
+    """Start remembering an entry; False when another worker did so first."""
+    return execute(cur, "schedule_add", {"name": name, "timing": timing, "next_tick": _naive(next_tick)}) == 1
+
+
+def retime(cur: Cursor, name: str, old_timing: str, timing: str, next_tick: datetime) -> bool:
+    params = {"name": name, "old_timing": old_timing, "timing": timing, "next_tick": _naive(next_tick)}
+    return execute(cur, "schedule_retime", params) == 1
+
+
+def enqueue_tick(cur: Cursor, name: str, row: Sequence[Any], due: datetime, tick: datetime,
+                 next_tick: datetime) -> tuple[int, bool]:
+    """In one transaction: enqueue a tick's job (``row`` as for insert_job, keyed by entry and tick) and
+    advance the entry from ``due`` to ``next_tick``. Returns the job's id (the existing one when the tick
+    was enqueued before) and whether this call advanced the entry (False: another worker did)."""
+    conn = cur.connection
+    conn.begin()
+    try:
+        job_id = jobs.insert_job(cur, row)
+        params = {"name": name, "due": _naive(due), "tick": _naive(tick), "next_tick": _naive(next_tick),
+                  "job_id": job_id}
+        advanced = execute(cur, "schedule_advance", params) == 1
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return job_id, advanced
+
+
+def forget_others(cur: Cursor, names: Sequence[str]) -> int:
+    """Delete the state of every entry not named; returns how many were deleted."""
+    return execute_in(cur, "schedule_forget", names) if names else execute(cur, "schedule_forget_all")
