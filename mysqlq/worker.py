@@ -161,13 +161,21 @@ class Worker:
                 self._process(batch_id, jobs)
                 return True
         if self.settings.burst:
-            if not self._polled_since_claim:
-                self.next_poll = 0.0  # look once more before deciding the queue is drained
-                return True
-            if self.next_due is None or self.next_due - time.monotonic() > self.settings.poll_interval:
-                return False
+            drained = self._burst_drained()
+            if drained is not None:
+                return not drained
         self._wait()
         return True
+
+    def _burst_drained(self) -> bool | None:
+        """In burst mode, with nothing claimed: True when the queues are drained (exit), False to
+        look once more first, None to wait for a job due within a poll interval."""
+        if not self._polled_since_claim:
+            self.next_poll = 0.0  # look once more before deciding the queue is drained
+            return False
+        if self.next_due is None or self.next_due - time.monotonic() > self.settings.poll_interval:
+            return True
+        return None
 
     def _poll(self, now: float) -> None:
         beacon = self.heartbeat.leadership.beacon
@@ -326,11 +334,9 @@ class Worker:
                     inhand.add(batch_id, claimed_at, jobs)
                     return True
         if self.settings.burst and inhand.empty and not self.want_claim:
-            if not self._polled_since_claim:
-                self.next_poll = 0.0  # look once more before deciding the queue is drained
-                return True
-            if self.next_due is None or self.next_due - time.monotonic() > self.settings.poll_interval:
-                return False
+            drained = self._burst_drained()
+            if drained is not None:
+                return not drained
         self._wait()
         return True
 

@@ -80,16 +80,9 @@ class GaleraNode(PrivateMariaDB):
         self.bootstrap = False
         self.option_file = self.basedir / "node.cnf"
 
-    def _is_our_server(self, pid: int) -> bool:
-        """True if ``pid`` is a live mariadbd started with this node's option file."""
-        try:
-            cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
-            stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        if stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X"):
-            return False
-        return os.fsencode(f"--defaults-file={self.option_file}") in cmdline.split(b"\0")
+    def _argument_marker(self) -> bytes:
+        """A node is started with its option file only (the data dir is named inside it)."""
+        return os.fsencode(f"--defaults-file={self.option_file}")
 
     @property
     def ports(self) -> dict[str, int]:

@@ -268,7 +268,11 @@ class PrivateMariaDB:
         state = stat.rsplit(")", 1)[-1].split()[0]
         if state in ("Z", "X"):
             return False
-        return os.fsencode(f"--datadir={self.datadir}") in cmdline.split(b"\0")
+        return self._argument_marker() in cmdline.split(b"\0")
+
+    def _argument_marker(self) -> bytes:
+        """The command-line argument that only a server of this data dir has."""
+        return os.fsencode(f"--datadir={self.datadir}")
 
     def _wait_gone(self, pid: int, timeout: float) -> bool:
         if self._proc is not None and self._proc.pid == pid:

@@ -20,11 +20,11 @@ from ..errors import ConfigError, MysqlqError, NotFound
 from ..jobs import STATUSES
 from ..producer import check_schema
 from ..retention import Purge
+from ..revive import retry_every_dead
 from ..store import ops as store
 from . import main, settings
 
 DEFAULT_LIMIT = 50
-RETRY_BATCH = 1000
 
 
 class JobStateError(MysqlqError):
@@ -237,16 +237,7 @@ def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str
         change = _change(db, "retry_jobs", parse_ids(ids), ["dead"], "retried")
         retried, queues = change.changed, set(change.queues)
     else:
-        only = parse_queue(queue)
-        retried, queues = 0, set()
-        while True:
-            found = db.run(lambda cur: store.dead_jobs(cur, only, RETRY_BATCH))
-            if not found:
-                break
-            retried += db.run(partial(store.retry_jobs, ids=[job_id for job_id, _ in found]))
-            queues |= {name for _, name in found}
-            if len(found) < RETRY_BATCH:
-                break
+        retried, queues = retry_every_dead(db.run, parse_queue(queue))
     if queues:
         hint.notify(cfg, queues)
     where = f" in queue {queue!r}" if queue else ""

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import Any
 
 from .. import hint
 from ..config import Settings
 from ..db import Cursor
 from ..errors import MysqlqError, NotFound
+from ..revive import retry_every_dead
 from ..store import ops as ops_store
 
-RETRY_BATCH = 1000
 Run = Callable[[Callable[[Cursor], Any]], Any]
 
 
@@ -44,15 +43,7 @@ def cancel_job(run: Run, job_id: int) -> str:
 
 def retry_dead(run: Run, settings: Settings, queue: str | None) -> str:
     """Every dead job (of one queue, or of all), in batches of plain reads and fenced updates."""
-    retried, queues = 0, set()
-    while True:
-        found: list[tuple[int, str]] = run(lambda cur: ops_store.dead_jobs(cur, queue, RETRY_BATCH))
-        if not found:
-            break
-        retried += run(partial(ops_store.retry_jobs, ids=[job_id for job_id, _ in found]))
-        queues |= {name for _, name in found}
-        if len(found) < RETRY_BATCH:
-            break
+    retried, queues = retry_every_dead(run, queue)
     if queues:
         hint.notify(settings, queues)
     where = f" of queue {queue}" if queue else ""
