@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 
@@ -86,7 +87,7 @@ def test_a_frozen_leader_loses_the_role_and_the_jobs_it_held(qdb: QueueDB) -> No
     fast = ("--lease", str(lease), "--heartbeat-interval", "1", "--batch-size", "10")
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.sleep", {"seconds": 0.5}) for _ in range(10)])
-    frozen = qdb.worker("--name", "frozen", *fast)
+    frozen = qdb.worker("--name", "frozen", "--concurrency", "1", *fast)  # one job in hand, nine unstarted
     qdb.wait_for(lambda: leader_name(qdb) == "frozen", timeout=30, what="the first worker to lead")
     qdb.wait_for(lambda: qdb.records(), what="the leader to start its batch")
     os.kill(frozen.pid, signal.SIGSTOP)
@@ -117,7 +118,12 @@ def test_a_frozen_leader_loses_the_role_and_the_jobs_it_held(qdb: QueueDB) -> No
     qdb.wait_for(lambda: "reaper.leadership_lost" in log_of(qdb, 0)[woken_from:], timeout=20,
                  what="the woken leader to see it lost the role")
     time.sleep(3)  # a few of its old reaper rounds would have come by now
-    assert "reaper.reaped" not in log_of(qdb, 0)[woken_from:]
+    woken = log_of(qdb, 0)[woken_from:]
+    assert "reaper.reaped" not in woken
+    # Nor does it run the rest of its batch, whose claim it can no longer be sure of (jobs it claims
+    # afresh afterwards are its own again).
+    (stale,) = re.findall(r"batch\.abandoned worker=frozen batch_id=(\d+)", woken)
+    assert not [line for line in woken.splitlines() if "job.done" in line and f"batch_id={stale} " in line]
     assert leader_name(qdb) == "rescuer"
     qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status <> 'done'") == 0, timeout=60,
                  what="every job to be done")
