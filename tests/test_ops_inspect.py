@@ -70,6 +70,8 @@ def test_jobs_show_json_has_every_field_and_the_payload_as_json(qdb: QueueDB) ->
     assert shown["run_at"].endswith("Z")
     for key in ["batch_id", "worker", "started_at", "finished_at", "lease_until", "priority", "time_limit"]:
         assert key in shown
+    assert shown["dedupe_scope"] == "forever"
+    assert "dedupe key  k1 (held until purged)" in qdb.cli("jobs", "show", str(job_id), check=True).stdout
 
 
 def test_jobs_show_prints_a_payload_that_is_not_json_as_it_is(qdb: QueueDB) -> None:

@@ -277,7 +277,8 @@ def install_systemd(name: str, root: Path, executable: Path | None, template: Pa
     if reload and root.resolve() == Path("/"):
         daemon_reload()
         click.echo("systemctl daemon-reload: done")
-    click.echo(f"next: set MYSQLQ_DSN in /etc/mysqlq/mysqlq.env, then `systemctl start {name}@1 {name}@2`"
+    click.echo(f"next: set MYSQLQ_DSN in /etc/mysqlq/mysqlq.env, run `mysqlq --env-file /etc/mysqlq/mysqlq.env "
+               f"migrate`, then `systemctl start {name}@1 {name}@2`"
                f" (at boot: `systemctl enable {name}.target {name}@1 {name}@2`)")
     if web:
         click.echo(f"next: set MYSQLQ_WEB_TOKEN in /etc/mysqlq/web.env, then `systemctl enable --now {WEB_UNIT}`")

@@ -105,6 +105,14 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
                      for line in [header, *rows])
 
 
+def _dedupe(row: Mapping[str, Any]) -> str:
+    """The job's dedupe key and how long it holds it."""
+    if not row["dedupe_key"]:
+        return "-"
+    held = "while queued or running" if row["dedupe_scope"] == "active" else "until purged"
+    return f"{row['dedupe_key']} (held {held})"
+
+
 def _short(text: str | None, width: int) -> str:
     if not text:
         return ""
@@ -172,7 +180,7 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
         ("attempts", f"{row['attempts']} of {row['max_attempts']}"),
         ("priority", str(row["priority"])),
         ("time limit", time_limit),
-        ("dedupe key", row["dedupe_key"] or "-"),
+        ("dedupe key", _dedupe(row)),
         ("enqueued", _time(row["enqueued_at"]) + " UTC"),
         ("run at", _time(row["run_at"]) + " UTC"),
         ("started", _time(row["started_at"])),
