@@ -161,13 +161,20 @@ class Slots:
             self._finish(running, outcome)
 
     def _call(self, running: Running) -> Outcome:
-        conn = None
-        if running.prepared.transactional:
-            try:
-                conn = self._connection(running.slot)
-            except (DatabaseUnavailable, MySQLdb.Error) as exc:
-                return Outcome("release", 0.0, describe(exc))
+        conn = self._slot_connection(running)
+        if isinstance(conn, Outcome):
+            return conn
         return self.runner.call(running.prepared, running.batch_id, conn)
+
+    def _slot_connection(self, running: Running) -> Connection | Outcome | None:
+        """The slot's own connection for a transactional handler (None for others), or the
+        ``release`` outcome when the database cannot be reached: the job goes back unspent."""
+        if not running.prepared.transactional:
+            return None
+        try:
+            return self._connection(running.slot)
+        except (DatabaseUnavailable, MySQLdb.Error) as exc:
+            return Outcome("release", 0.0, describe(exc))
 
     def _connection(self, slot: int) -> Connection:
         with self._lock:
@@ -183,12 +190,9 @@ class Slots:
             db.close()
 
     async def _run_async(self, running: Running) -> Outcome:
-        conn = None
-        if running.prepared.transactional:
-            try:
-                conn = self._connection(running.slot)
-            except (DatabaseUnavailable, MySQLdb.Error) as exc:
-                return Outcome("release", 0.0, describe(exc))
+        conn = self._slot_connection(running)
+        if isinstance(conn, Outcome):
+            return conn
         try:
             return await self.runner.run_async(running.prepared, running.batch_id, conn)
         except BaseException as exc:

@@ -147,13 +147,7 @@ class Worker:
     def step(self) -> bool:
         """One turn of the loop; False when there was nothing to do (burst mode then exits)."""
         self._ping_watchdog()
-        now = time.monotonic()
-        if now >= self.next_poll:
-            self._poll(now)
-        if self.next_due is not None and now >= self.next_due:
-            self.next_due = None
-            if self.db.run(lambda cur: claims.promote_due(cur)):
-                self.want_claim = True
+        self._poll_and_promote()
         if self.want_claim:
             batch_id, jobs = self._claim()
             self.want_claim = len(jobs) >= self.settings.batch_size
@@ -176,6 +170,16 @@ class Worker:
         if self.next_due is None or self.next_due - time.monotonic() > self.settings.poll_interval:
             return True
         return None
+
+    def _poll_and_promote(self) -> None:
+        """Poll when its time has come, and make due scheduled jobs ready when one is due."""
+        now = time.monotonic()
+        if now >= self.next_poll:
+            self._poll(now)
+        if self.next_due is not None and now >= self.next_due:
+            self.next_due = None
+            if self.db.run(lambda cur: claims.promote_due(cur)):
+                self.want_claim = True
 
     def _poll(self, now: float) -> None:
         beacon = self.heartbeat.leadership.beacon
@@ -314,13 +318,7 @@ class Worker:
             self.next_poll, self.next_due = time.monotonic() + self.settings.poll_interval, None
             self._wait()
             return True
-        now = time.monotonic()
-        if now >= self.next_poll:
-            self._poll(now)
-        if self.next_due is not None and now >= self.next_due:
-            self.next_due = None
-            if self.db.run(lambda cur: claims.promote_due(cur)):
-                self.want_claim = True
+        self._poll_and_promote()
         if self.want_claim:
             first = next((queue for queue in self.settings.queues if queue not in self.paused), None)
             average = inhand.by_queue.get(first) if first is not None else None

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import NoReturn
 
 import pytest
 from private_mariadb import (
@@ -17,15 +16,11 @@ from private_mariadb import (
     PrivateMariaDB,
 )  # scripts/ is on sys.path (conftest)
 
+from .conftest import unavailable
+
 SCRIPT = (
     pathlib.Path(__file__).resolve().parent.parent / "scripts" / "private_mariadb.py"
 )
-
-
-def unavailable(reason: str) -> NoReturn:
-    if os.environ.get("CI"):
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)
