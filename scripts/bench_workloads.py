@@ -13,6 +13,7 @@ import json
 import math
 import os
 import pathlib
+import resource
 import signal
 import socket
 import subprocess
@@ -91,6 +92,7 @@ class Drain:
     wall: float  # from starting the processes until every job is done
     steady: float  # from the first claim to the last recorded outcome
     startup: float  # from starting the processes until the first claim
+    cpu: float = float("nan")  # CPU seconds (user + system) of the drain's processes, start-up included
 
     @property
     def jobs_s(self) -> float:
@@ -99,6 +101,17 @@ class Drain:
     @property
     def steady_jobs_s(self) -> float:
         return self.jobs / self.steady if self.steady > 0 else float("nan")
+
+    @property
+    def cpu_us_job(self) -> float:
+        return self.cpu * 1e6 / self.jobs
+
+
+def children_cpu() -> float:
+    """CPU seconds used so far by this process's finished children (the drain's processes, once reaped):
+    load on a shared machine stretches wall time far more than it does CPU time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str] = (),
@@ -118,11 +131,13 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     fill_jobs(cur, n)
     started_wall = time.time()
     started = time.perf_counter()
+    cpu = children_cpu()
     workers = bench.workers(dsn, k, *options, tag=name, global_options=global_options)
     try:
         ended = wait_drained(cur, workers, timeout=max(120.0, n / 50))
     finally:
         workers.stop()
+    cpu = children_cpu() - cpu
     cur.execute("SELECT COUNT(*), UNIX_TIMESTAMP(MIN(started_at)), UNIX_TIMESTAMP(MAX(finished_at)),"
                 " SUM(status = 'done') FROM mysqlq_jobs WHERE id > %s", (since,))
     count, first, last, done = cur.fetchone()
@@ -132,7 +147,7 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     if own:
         bench.drop(dsn.database)
         workers.log.unlink(missing_ok=True)
-    return Drain(n, ended - started, float(last) - float(first), float(first) - started_wall)
+    return Drain(n, ended - started, float(last) - float(first), float(first) - started_wall, cpu)
 
 
 def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim: str = "update",
@@ -149,9 +164,11 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim:
         args += ["--isolation", isolation]
     started_wall = time.time()
     started = time.perf_counter()
+    cpu = children_cpu()
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, env=clean_env({})) for _ in range(k)]
     outputs = [proc.communicate(timeout=max(120.0, n / 50))[0] for proc in procs]
     ended = time.perf_counter()
+    cpu = children_cpu() - cpu
     if any(proc.returncode for proc in procs):
         raise RuntimeError(f"{name}: a bare drainer failed")
     results = [json.loads(out) for out in outputs]
@@ -163,7 +180,7 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim:
     last = max(r["last"] for r in results if r["last"] is not None)
     conn.close()
     bench.drop(dsn.database)
-    return Drain(n, ended - started, last - first, first - started_wall)
+    return Drain(n, ended - started, last - first, first - started_wall, cpu)
 
 
 # ---------------------------------------------------------------------------- W1
@@ -175,15 +192,22 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
     bare = {k: Figure("W1", {"k": str(k), "batch": "100", "n": str(n), "loop": "bare"}, spread=("jobs_s",))
             for k in (2, 4)}
     quiet = Figure("W1", {"k": "2", "batch": "100", "n": str(n), "log_level": "warning"}, spread=("jobs_s",))
+    # One slot is the loop as it was before workers had slots: the default must not be slower.
+    one = Figure("W1", {"k": "2", "batch": "100", "n": str(n), "concurrency": "1"}, spread=("jobs_s",))
     ratios: dict[int, list[tuple[float, float]]] = {2: [], 4: []}
     quiet_ratio: list[float] = []
     for run in range(bench.runs):
         for k in (2, 4):
             note(f"W1 run {run + 1}: K={k} mysqlq, then bare")
             d = drain_mysqlq(bench, f"w1_k{k}_r{run}", k, n)
+            if k == 2:  # right after the default, so that both see the same load
+                note(f"W1 run {run + 1}: K=2 mysqlq --concurrency 1")
+                o = drain_mysqlq(bench, f"w1_one_r{run}", 2, n, options=["--concurrency", "1"])
+                one.add(jobs_s=o.jobs_s, steady_jobs_s=o.steady_jobs_s, startup_s=o.startup,
+                        cpu_us_job=o.cpu_us_job)
             b = drain_bare(bench, f"w1b_k{k}_r{run}", k, n)
-            mq[k].add(jobs_s=d.jobs_s, steady_jobs_s=d.steady_jobs_s, startup_s=d.startup)
-            bare[k].add(jobs_s=b.jobs_s, steady_jobs_s=b.steady_jobs_s)
+            mq[k].add(jobs_s=d.jobs_s, steady_jobs_s=d.steady_jobs_s, startup_s=d.startup, cpu_us_job=d.cpu_us_job)
+            bare[k].add(jobs_s=b.jobs_s, steady_jobs_s=b.steady_jobs_s, cpu_us_job=b.cpu_us_job)
             ratios[k].append((d.jobs_s / b.jobs_s, d.steady_jobs_s / b.steady_jobs_s))
         note(f"W1 run {run + 1}: K=2 mysqlq --log-level warning")
         q = drain_mysqlq(bench, f"w1_quiet_r{run}", 2, n, global_options=["--log-level", "warning"])
@@ -197,7 +221,12 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
     quiet.add_list("ratio_bare", quiet_ratio)
     quiet.add_list("ratio_default_logging", [a / b for a, b in zip(quiet.values["jobs_s"], mq[2].values["jobs_s"],
                                                                     strict=True)])
-    return [emit(f) for f in (mq[2], bare[2], mq[4], bare[4], quiet)]
+    one.add_list("ratio_bare", [a / b for a, b in zip(one.values["jobs_s"], bare[2].values["jobs_s"], strict=True)])
+    one.add_list("cpu_default_vs_one_slot", [a / b for a, b in zip(mq[2].values["cpu_us_job"],
+                                                                     one.values["cpu_us_job"], strict=True)])
+    one.add_list("default_vs_one_slot", [a / b for a, b in zip(mq[2].values["jobs_s"], one.values["jobs_s"],
+                                                                 strict=True)])
+    return [emit(f) for f in (mq[2], bare[2], mq[4], bare[4], quiet, one)]
 
 
 # ---------------------------------------------------------------------------- W2
