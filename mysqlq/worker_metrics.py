@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
-
 from .errors import ConfigError
 
 if TYPE_CHECKING:
+    from prometheus_client import Counter, Histogram
+
     from .config import Settings
     from .jobs import ClaimedJob
     from .outcomes import Outcome
@@ -50,6 +50,9 @@ class WorkerMetrics(NoMetrics):
     """Counts outcomes, times jobs per handler and the loop's waiting vs working, on a registry of its own."""
 
     def __init__(self, worker: str, queues: str) -> None:
+        # Imported here: a worker without --metrics-port does not pay for the client's import at start.
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
         self.registry = CollectorRegistry(auto_describe=True)
         self.duration = Histogram("mysqlq_worker_job_duration_seconds", "Time a handler ran, per queue and handler.",
                                   ["queue", "handler"], buckets=DURATION_BUCKETS, registry=self.registry)
@@ -98,6 +101,8 @@ def start(settings: Settings) -> NoMetrics:
     """Serve this worker's metrics on ``settings.metrics_listen`` (a background thread), or do nothing."""
     if settings.metrics_listen is None:
         return NoMetrics()
+    from prometheus_client import start_http_server
+
     host, port = parse_listen(settings.metrics_listen)
     metrics = WorkerMetrics(settings.worker_name, ",".join(settings.queues))
     try:
