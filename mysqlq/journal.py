@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import MutableMapping
@@ -17,9 +18,11 @@ RESERVED = frozenset({"MESSAGE", "MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER", 
 # Bound context, shown after the event's own keys in MESSAGE (it is in every line of a worker).
 TRAILING = ("worker", "batch_id")
 _INVALID = re.compile(r"[^A-Z0-9_]")
+_QUOTED = re.compile(r'[ "=\n\t]')  # a value holding one of these is shown JSON-quoted in MESSAGE
 MAX_FIELD_NAME = 64
 
 
+@functools.lru_cache(maxsize=1024)  # an event's keys are few and repeat on every line
 def field_name(key: str) -> str:
     """The journal field for an event key: ``job_id`` → ``JOB_ID``; always a valid, user-settable name."""
     name = _INVALID.sub("_", key.upper()).lstrip("_")
@@ -29,8 +32,10 @@ def field_name(key: str) -> str:
 
 
 def _shown(value: Any) -> str:
+    if type(value) is int or type(value) is float:  # most values of a job's line: never quoted
+        return str(value)
     text = str(value)
-    return json.dumps(text, ensure_ascii=False) if not text or any(c in text for c in ' "=\n\t') else text
+    return json.dumps(text, ensure_ascii=False) if not text or _QUOTED.search(text) else text
 
 
 class JournalRenderer:
@@ -43,8 +48,8 @@ class JournalRenderer:
         level = str(event_dict.pop("level", name))
         event = str(event_dict.pop("event", ""))
         trace = event_dict.pop("exception", None)
-        items = sorted(((key, value) for key, value in event_dict.items() if value is not None),
-                       key=lambda item: item[0] in TRAILING)
+        items = [(key, value) for key, value in event_dict.items() if value is not None and key not in TRAILING]
+        items += [(key, value) for key, value in event_dict.items() if value is not None and key in TRAILING]
         message = " ".join([event, *(f"{key}={_shown(value)}" for key, value in items)])
         if trace:
             message += "\n" + str(trace)

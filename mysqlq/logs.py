@@ -55,6 +55,8 @@ class ConsoleLine:
 
 
 def _value(value: Any) -> str:
+    if type(value) is int or type(value) is float:  # ids, attempts, durations: never quoted
+        return str(value)
     text = str(value)
     return repr(text) if not text or " " in text or "\n" in text else text
 
