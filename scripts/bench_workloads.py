@@ -93,6 +93,7 @@ class Drain:
     steady: float  # from the first claim to the last recorded outcome
     startup: float  # from starting the processes until the first claim
     cpu: float = float("nan")  # CPU seconds (user + system) of the drain's processes, start-up included
+    server_cpu: float = float("nan")  # CPU seconds of the server meanwhile (a private server only)
 
     @property
     def jobs_s(self) -> float:
@@ -105,6 +106,16 @@ class Drain:
     @property
     def cpu_us_job(self) -> float:
         return self.cpu * 1e6 / self.jobs
+
+    @property
+    def server_us_job(self) -> float:
+        return self.server_cpu * 1e6 / self.jobs
+
+
+def server_seconds(bench: Bench) -> float:
+    """CPU seconds the private server has used so far (NaN against MYSQLQ_DSN: its process is not ours)."""
+    pid = bench.server_pid
+    return proc_cpu_ticks(pid) / CLK_TCK if pid else float("nan")
 
 
 def children_cpu() -> float:
@@ -131,10 +142,11 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     fill_jobs(cur, n)
     started_wall = time.time()
     started = time.perf_counter()
-    cpu = children_cpu()
+    cpu, server = children_cpu(), server_seconds(bench)
     workers = bench.workers(dsn, k, *options, tag=name, global_options=global_options)
     try:
         ended = wait_drained(cur, workers, timeout=max(120.0, n / 50))
+        server = server_seconds(bench) - server
     finally:
         workers.stop()
     cpu = children_cpu() - cpu
@@ -147,7 +159,7 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     if own:
         bench.drop(dsn.database)
         workers.log.unlink(missing_ok=True)
-    return Drain(n, ended - started, float(last) - float(first), float(first) - started_wall, cpu)
+    return Drain(n, ended - started, float(last) - float(first), float(first) - started_wall, cpu, server)
 
 
 def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim: str = "update",
@@ -164,11 +176,11 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim:
         args += ["--isolation", isolation]
     started_wall = time.time()
     started = time.perf_counter()
-    cpu = children_cpu()
+    cpu, server = children_cpu(), server_seconds(bench)
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, env=clean_env({})) for _ in range(k)]
     outputs = [proc.communicate(timeout=max(120.0, n / 50))[0] for proc in procs]
     ended = time.perf_counter()
-    cpu = children_cpu() - cpu
+    cpu, server = children_cpu() - cpu, server_seconds(bench) - server
     if any(proc.returncode for proc in procs):
         raise RuntimeError(f"{name}: a bare drainer failed")
     results = [json.loads(out) for out in outputs]
@@ -180,7 +192,7 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim:
     last = max(r["last"] for r in results if r["last"] is not None)
     conn.close()
     bench.drop(dsn.database)
-    return Drain(n, ended - started, last - first, first - started_wall, cpu)
+    return Drain(n, ended - started, last - first, first - started_wall, cpu, server)
 
 
 # ---------------------------------------------------------------------------- W1
@@ -206,8 +218,10 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
                 one.add(jobs_s=o.jobs_s, steady_jobs_s=o.steady_jobs_s, startup_s=o.startup,
                         cpu_us_job=o.cpu_us_job)
             b = drain_bare(bench, f"w1b_k{k}_r{run}", k, n)
-            mq[k].add(jobs_s=d.jobs_s, steady_jobs_s=d.steady_jobs_s, startup_s=d.startup, cpu_us_job=d.cpu_us_job)
-            bare[k].add(jobs_s=b.jobs_s, steady_jobs_s=b.steady_jobs_s, cpu_us_job=b.cpu_us_job)
+            mq[k].add(jobs_s=d.jobs_s, steady_jobs_s=d.steady_jobs_s, startup_s=d.startup, cpu_us_job=d.cpu_us_job,
+                      server_us_job=d.server_us_job)
+            bare[k].add(jobs_s=b.jobs_s, steady_jobs_s=b.steady_jobs_s, cpu_us_job=b.cpu_us_job,
+                        server_us_job=b.server_us_job)
             ratios[k].append((d.jobs_s / b.jobs_s, d.steady_jobs_s / b.steady_jobs_s))
         note(f"W1 run {run + 1}: K=2 mysqlq --log-level warning")
         q = drain_mysqlq(bench, f"w1_quiet_r{run}", 2, n, global_options=["--log-level", "warning"])
