@@ -212,3 +212,39 @@ def test_bad_keys_and_limits_are_refused_in_one_line_writing_nothing(qdb: QueueD
         with pytest.raises(ConfigError) as refused:
             mysqlq.handler(concurrency_limit=bad)  # type: ignore[arg-type]
         assert str(refused.value) == f"concurrency_limit must be an integer from 1 to 10000, got {bad!r}"
+
+
+def test_the_leaders_sweep_settles_slots_of_jobs_that_moved_on_silently(qdb: QueueDB) -> None:
+    from mysqlq import Dsn
+    from mysqlq.db import Database
+    from mysqlq.limits import sweep
+
+    with qdb.producer() as producer:
+        ids = [producer.enqueue("test.limited", concurrency_key="k", queue="q") for _ in range(3)]
+    # The first job ended done, but its worker died before giving its slot back; two jobs wait.
+    qdb.query("UPDATE mysqlq_jobs SET status = 'done' WHERE id = %s", (ids[0],))
+    qdb.query("UPDATE mysqlq_jobs SET status = 'blocked' WHERE id IN (%s, %s)", (ids[1], ids[2]))
+    qdb.query("INSERT INTO mysqlq_semaphores (concurrency_key) VALUES ('k')")
+    qdb.query("INSERT INTO mysqlq_semaphore_holders VALUES ('k', %s)", (ids[0],))
+    qdb.query("INSERT INTO mysqlq_blocked_jobs VALUES ('k', %s, 1), ('k', %s, 1)", (ids[1], ids[2]))
+    db = Database(Dsn.parse(qdb.dsn))
+
+    class Log:
+        def info(self, event: str, **fields: object) -> None:
+            pass
+
+    try:
+        assert sweep(db, Log(), starved=False) == {"q"}
+        assert qdb.query("SELECT id, status FROM mysqlq_jobs ORDER BY id") == [
+            (ids[0], "done"), (ids[1], "ready"), (ids[2], "blocked")]
+        assert qdb.query("SELECT job_id FROM mysqlq_semaphore_holders") == [(ids[1],)]
+        assert sweep(db, Log(), starved=True) == set()  # the slot is rightly held: nothing to do
+        # A slot lost without its holder moving on (a row deleted by hand): the slower check finds
+        # the waiting job that could run.
+        qdb.query("DELETE FROM mysqlq_semaphore_holders")
+        assert sweep(db, Log(), starved=False) == set()
+        assert sweep(db, Log(), starved=True) == {"q"}
+        assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (ids[2],)) == "ready"
+        assert qdb.query("SELECT job_id FROM mysqlq_blocked_jobs") == []
+    finally:
+        db.close()
