@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .errors import HandlerLoadError, HandlerNotFound
+from .errors import ConfigError, HandlerLoadError, HandlerNotFound
 
 if TYPE_CHECKING:
     from .context import JobContext
 
 GROUP = "mysqlq.handlers"
+MAX_CONCURRENCY_LIMIT = 10_000  # the schema keeps a waiting job's limit in a SMALLINT UNSIGNED
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -45,13 +46,19 @@ def installed() -> list[HandlerInfo]:
     ]
 
 
-def handler(*, transactional: bool = False, time_limit: float | None = None) -> Callable[[F], F]:
+def handler(*, transactional: bool = False, time_limit: float | None = None,
+            concurrency_limit: int | None = None) -> Callable[[F], F]:
     """Mark a handler: ``transactional`` gives it ``ctx.conn`` inside the transaction that also
-    completes the job; ``time_limit`` (seconds) overrides the worker's default for its jobs."""
+    completes the job; ``time_limit`` (seconds) overrides the worker's default for its jobs;
+    ``concurrency_limit`` is how many of its jobs with the same concurrency key may run at once
+    (1 when not given; jobs without a key are not limited). A bad value raises ConfigError."""
+    if concurrency_limit is not None:
+        check_concurrency_limit(concurrency_limit)
 
     def mark(func: F) -> F:
         func.mysqlq_transactional = transactional  # type: ignore[attr-defined]
         func.mysqlq_time_limit = time_limit  # type: ignore[attr-defined]
+        func.mysqlq_concurrency_limit = concurrency_limit  # type: ignore[attr-defined]
         return func
 
     return mark
@@ -64,6 +71,19 @@ def is_transactional(func: Handler) -> bool:
 def declared_time_limit(func: Handler) -> float | None:
     value = getattr(func, "mysqlq_time_limit", None)
     return float(value) if value else None
+
+
+def check_concurrency_limit(value: Any) -> int:
+    """A concurrency limit is a whole number of jobs from 1 to MAX_CONCURRENCY_LIMIT."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY_LIMIT:
+        raise ConfigError(f"concurrency_limit must be an integer from 1 to {MAX_CONCURRENCY_LIMIT}, got {value!r}")
+    return value
+
+
+def declared_concurrency_limit(func: Handler) -> int:
+    """How many jobs of one concurrency key this handler runs at once (1 unless it declares more)."""
+    value = getattr(func, "mysqlq_concurrency_limit", None)
+    return 1 if value is None else int(value)
 
 
 class Registry:

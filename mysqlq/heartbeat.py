@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection
 from functools import partial
 from typing import Any
 
+from . import limits
 from .config import Settings
 from .db import FOREVER, Connection, Database
 from .errors import ConfigError
@@ -214,6 +215,9 @@ class Heartbeat:
         if reaped or forgotten:
             self.log.warning("reaper.reaped", jobs=reaped, epoch=fence.epoch, dead_workers=",".join(
                 f"{names.get(worker_id, '?')}#{worker_id}" for worker_id in dead))
-        if reaped:
+        # Concurrency slots of jobs that moved on without giving them back (out of attempts here,
+        # or their worker died just after recording an outcome); every few runs, waiting jobs too.
+        unblocked = limits.sweep(self.db, self.log, starved=sweep)
+        if reaped or unblocked:
             self.on_reaped(reaped)
         return reaped

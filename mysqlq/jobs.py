@@ -11,8 +11,10 @@ from typing import Any
 from .config import Settings, check_name
 from .errors import InvalidJob
 
-STATUSES = ("ready", "scheduled", "running", "done", "dead", "cancelled")
+# 'blocked': a job whose concurrency key has no free slot (mysqlq.limits); last, as in the schema's ENUM.
+STATUSES = ("ready", "scheduled", "running", "done", "dead", "cancelled", "blocked")
 MAX_DEDUPE_KEY = 191
+MAX_CONCURRENCY_KEY = 191
 MAX_ATTEMPTS_LIMIT = 1000
 # The range of the schema's DATETIME(6) columns (run_at), a day inside it so that a client clock
 # ahead of the server's cannot push a job past the end.
@@ -36,6 +38,7 @@ class Job:
     max_attempts: int | None = None
     time_limit: float | None = None
     dedupe_scope: str = "forever"
+    concurrency_key: str | None = None
 
     def row(self, settings: Settings) -> tuple[Any, ...]:
         """The insert_jobs parameters, after checking every field (InvalidJob says what is wrong)."""
@@ -49,6 +52,9 @@ class Job:
             raise InvalidJob(f"priority must be an integer from -32768 to 32767, got {self.priority!r}")
         if self.dedupe_key is not None and not 0 < len(self.dedupe_key) <= MAX_DEDUPE_KEY:
             raise InvalidJob(f"dedupe key must be 1 to {MAX_DEDUPE_KEY} characters long")
+        if self.concurrency_key is not None and (not isinstance(self.concurrency_key, str)
+                                                 or not 0 < len(self.concurrency_key) <= MAX_CONCURRENCY_KEY):
+            raise InvalidJob(f"concurrency key must be a string of 1 to {MAX_CONCURRENCY_KEY} characters")
         if self.dedupe_scope not in DEDUPE_SCOPES:
             raise InvalidJob(f"dedupe scope must be 'forever' or 'active', got {self.dedupe_scope!r}")
         attempts = settings.max_attempts if self.max_attempts is None else self.max_attempts
@@ -61,7 +67,8 @@ class Job:
         status = "scheduled" if self.delay > 0 or run_at is not None else "ready"
         time_limit = math.ceil(self.time_limit) if self.time_limit is not None else None
         return (self.queue, self.handler, payload, status, self.priority, run_at,
-                round(self.delay * 1_000_000), attempts, time_limit, self.dedupe_key, self.dedupe_scope)
+                round(self.delay * 1_000_000), attempts, time_limit, self.dedupe_key, self.dedupe_scope,
+                self.concurrency_key)
 
 
 def check_delay(delay: Any) -> None:
@@ -141,3 +148,4 @@ class ClaimedJob:
     max_attempts: int
     time_limit: float | None
     age: float  # seconds since it was enqueued, at claim time
+    concurrency_key: str | None = None  # see mysqlq.limits

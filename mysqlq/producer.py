@@ -61,14 +61,16 @@ class Producer:
         max_attempts: int | None = None,
         time_limit: float | None = None,
         dedupe_scope: str = "forever",
+        concurrency_key: str | None = None,
     ) -> int:
         """Enqueue one job and return its id (with a taken dedupe key: the existing job's id).
 
         ``dedupe_scope``: "forever" holds the key until the job is purged, "active" only until it
-        ends (done, dead or cancelled).
+        ends (done, dead or cancelled). ``concurrency_key``: at most the handler's
+        ``concurrency_limit`` jobs with this key run at once (see mysqlq.limits).
         """
         job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
-                  dedupe_scope)
+                  dedupe_scope, concurrency_key)
         row = job.row(self.settings)
         job_id = self.db.run(lambda cur: store.insert_job(cur, row))
         self.hints.notify((queue,), delay)

@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from . import hint, logs, worker_metrics
+from . import hint, limits, logs, worker_metrics
 from .claimsize import claim_limit
 from .config import Settings
 from .db import FOREVER, Cursor, Database, RetryPolicy, StopRequested
@@ -49,6 +49,7 @@ class Worker:
                            on_pause=self._paused, stop_requested=lambda: self.stop_requested_at)
         self.notifier = Notifier()
         self.runner = Runner(settings, registry or Registry(), self.log, lambda: self.db.conn)
+        self.limits = limits.Limits(self.runner.registry, self.db, self.log)  # jobs with a concurrency key
         self.heartbeat = Heartbeat(settings, self.log, self._batches_in_hand, self._on_reaped)
         self.heartbeat.db.stop_requested = lambda: self.stop_requested_at  # registering waits for the server too
         self.claim = claims.CLAIMS[settings.claim_strategy]
@@ -221,6 +222,9 @@ class Worker:
         if self.inhand is None:
             self.current_batch = batch_id
         jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
+        if limits.keyed(jobs):  # admitted, or set aside until their key has a free slot
+            jobs = self.limits.admit(batch_id, jobs)
+            self.next_poll = 0.0  # what was set aside made room in the claim: look again at once
         if len(settings.queues) > 1:  # earlier queues first; within one, (priority, id) as fetched
             jobs.sort(key=lambda job: self._queue_rank.get(job.queue, 0))
         self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
@@ -265,6 +269,8 @@ class Worker:
         self._log_flushed(log, entries, lost)
 
     def _log_flushed(self, log: Any, entries: list[tuple[ClaimedJob, Outcome]], lost: set[int]) -> None:
+        if limits.keyed(job for job, _ in entries):  # written: give their slots back, wake who waits
+            self._unblocked(self.limits.settle(job for job, _ in entries))
         for job, outcome in entries:
             if job.id in lost and outcome.kind != "lost":
                 log.warning("job.claim_lost", job_id=job.id, note="another worker took the claim over; nothing written")
@@ -411,6 +417,13 @@ class Worker:
 
     def _on_reaped(self, count: int) -> None:
         hint.notify(self.settings, [hint.ANY_QUEUE])
+
+    def _unblocked(self, queues: set[str]) -> None:
+        """Jobs waiting for a concurrency slot became ready: claim them here, or wake who serves them."""
+        if queues & set(self.settings.queues):
+            self.want_claim = True
+        if queues:
+            hint.notify(self.settings, queues)
 
     def _status(self, doing: str) -> str:
         return f"{doing}; {self.done} done, {self.failed} failed; queues {','.join(self.settings.queues)}"

@@ -89,7 +89,7 @@ def test_cancel_refuses_a_job_that_is_not_waiting_naming_its_status(qdb: QueueDB
     (ready,) = plant(qdb, "ready")
     (other,) = plant(qdb, status, ended_ago=None if status == "running" else 5)
     result = qdb.cli("cancel", str(ready), str(other))
-    assert_one_line_error(result, f"job {other} is {status}: only ready or scheduled jobs can be cancelled")
+    assert_one_line_error(result, f"job {other} is {status}: only ready, scheduled or blocked jobs can be cancelled")
     assert (status_of(qdb, ready), status_of(qdb, other)) == ("ready", status)
 
 

@@ -71,7 +71,7 @@ def test_retry_of_a_job_that_is_not_dead_names_its_status(qdb: QueueDB) -> None:
 def test_cancel_of_a_running_job_names_its_status(qdb: QueueDB) -> None:
     (running,) = plant(qdb, "running")
     assert_one_line_error(qdb.cli("cancel", str(running)),
-                          f"job {running} is running: only ready or scheduled jobs can be cancelled")
+                          f"job {running} is running: only ready, scheduled or blocked jobs can be cancelled")
     assert status_of(qdb, running) == "running"
 
 

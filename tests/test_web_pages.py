@@ -45,7 +45,8 @@ def test_an_action_refused_by_the_jobs_status_changes_nothing(qdb: QueueDB) -> N
     web = client(qdb)
     token = csrf_of(web.get("/").get_data(as_text=True))
     response = web.post(f"/jobs/{running}/cancel", data={"csrf": token}, follow_redirects=True)
-    assert f"job {running} is running: only ready or scheduled jobs can be cancelled" in response.get_data(as_text=True)
+    refused = f"job {running} is running: only ready, scheduled or blocked jobs can be cancelled"
+    assert refused in response.get_data(as_text=True)
     response = web.post(f"/jobs/{running}/retry", data={"csrf": token}, follow_redirects=True)
     assert "only dead jobs can be retried" in response.get_data(as_text=True)
     assert status_of(qdb, running) == "running"

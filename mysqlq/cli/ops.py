@@ -209,7 +209,7 @@ def _refuse(found: Mapping[int, tuple[str, str]], ids: Sequence[int], allowed: S
         raise NotFound(f"no job with id {listed}" if len(missing) == 1 else f"no jobs with ids {listed}")
     wrong = [(job_id, found[job_id][0]) for job_id in ids if found[job_id][0] not in allowed]
     if wrong:
-        what = " or ".join(allowed)
+        what = allowed[0] if len(allowed) == 1 else f"{', '.join(allowed[:-1])} or {allowed[-1]}"
         listed = ", ".join(f"job {job_id} is {status}" for job_id, status in wrong)
         raise JobStateError(f"{listed}: only {what} jobs can be {action}; nothing was changed")
 
@@ -259,12 +259,12 @@ def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str
 @click.argument("ids", nargs=-1, metavar="ID...")
 @click.pass_context
 def cancel(ctx: click.Context, ids: tuple[str, ...]) -> None:
-    """Cancel ready or scheduled jobs: they will not run (a running job is not interrupted: refused)."""
+    """Cancel ready, scheduled or blocked jobs: they will not run (a running job is not interrupted: refused)."""
     if not ids:
         raise ConfigError("give the ids of the jobs to cancel")
     job_ids = parse_ids(ids)
     _, db = _database(ctx)
-    change = _change(db, "cancel_jobs", job_ids, ["ready", "scheduled"], "cancelled")
+    change = _change(db, "cancel_jobs", job_ids, ["ready", "scheduled", "blocked"], "cancelled")
     click.echo(f"cancelled {_jobs(change.changed)}")
 
 

@@ -105,7 +105,7 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
     if not isinstance(item, dict) or "handler" not in item:
         raise InvalidJob(f"line {number}: expected an object with at least \"handler\"")
     known = {"handler", "payload", "queue", "delay", "priority", "dedupe_key", "dedupe_scope", "max_attempts",
-             "time_limit"}
+             "time_limit", "concurrency_key"}
     unknown = set(item) - known
     if unknown:
         raise InvalidJob(f"line {number}: unknown field(s) {', '.join(sorted(unknown))}")
@@ -132,10 +132,12 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
 @click.option("--max-attempts", type=int, envvar="MYSQLQ_MAX_ATTEMPTS", show_envvar=True, default=None,
               help="Attempts before the job is dead [default: 5].")
 @click.option("--time-limit", type=float, help="Seconds the job may run [default: the worker's].")
+@click.option("--concurrency-key", help="Run at most the handler's concurrency_limit jobs with this key at once "
+              "(with --file: for lines that name none).")
 @click.pass_context
 def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: Path | None, queue: str,
             delay: float, priority: int, dedupe_key: str | None, dedupe_scope: str, max_attempts: int | None,
-            time_limit: float | None) -> None:
+            time_limit: float | None, concurrency_key: str | None) -> None:
     """Enqueue HANDLER with a JSON PAYLOAD ("-": read it from stdin) and print its id,
     or bulk-load jobs with --file."""
     cfg = settings(ctx)
@@ -143,7 +145,7 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
         if handler is not None or payload is not None:
             raise click.UsageError("give either HANDLER [PAYLOAD] or --file, not both")
         defaults = {"queue": queue, "delay": delay, "priority": priority, "max_attempts": max_attempts,
-                    "time_limit": time_limit, "dedupe_scope": dedupe_scope}
+                    "time_limit": time_limit, "dedupe_scope": dedupe_scope, "concurrency_key": concurrency_key}
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -161,7 +163,7 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
     with Producer(cfg) as producer:
         job_id = producer.enqueue(handler, _payload(payload), queue=queue, delay=delay, priority=priority,
                                   dedupe_key=dedupe_key, dedupe_scope=dedupe_scope, max_attempts=max_attempts,
-                                  time_limit=time_limit)
+                                  time_limit=time_limit, concurrency_key=concurrency_key)
     click.echo(job_id)
 
 

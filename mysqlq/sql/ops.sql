@@ -42,12 +42,12 @@ SELECT id, queue FROM mysqlq_jobs
  ORDER BY id LIMIT %(limit)s;
 
 -- name: cancel_jobs
--- Ready or scheduled jobs end cancelled (and are deleted with done jobs by retention); an 'active'
--- dedupe key is freed.
+-- Ready, scheduled or blocked (waiting for a concurrency slot) jobs end cancelled (and are deleted
+-- with done jobs by retention); an 'active' dedupe key is freed.
 UPDATE mysqlq_jobs
    SET status = 'cancelled', finished_at = NOW(6), batch_id = NULL, lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE status IN ('ready', 'scheduled') AND id IN ({ids});
+ WHERE status IN ('ready', 'scheduled', 'blocked') AND id IN ({ids});
 
 -- name: queue_paused
 -- Whether a queue is paused (no row: it never was).

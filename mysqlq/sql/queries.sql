@@ -77,11 +77,11 @@ SELECT RELEASE_LOCK(%(name)s);
 -- Enqueue one job; when its dedupe key exists, LAST_INSERT_ID() becomes the existing job's id.
 INSERT INTO mysqlq_jobs
   (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
-   dedupe_scope)
+   dedupe_scope, concurrency_key)
 VALUES
   (%(queue)s, %(handler)s, %(payload)s, %(status)s, %(priority)s,
    COALESCE(%(run_at)s, NOW(6) + INTERVAL %(delay_us)s MICROSECOND),
-   %(max_attempts)s, %(time_limit)s, NOW(6), %(dedupe_key)s, %(dedupe_scope)s)
+   %(max_attempts)s, %(time_limit)s, NOW(6), %(dedupe_key)s, %(dedupe_scope)s, %(concurrency_key)s)
 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 
 -- name: insert_jobs
@@ -89,13 +89,13 @@ ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 -- dedupe key exists are skipped.
 INSERT INTO mysqlq_jobs
   (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
-   dedupe_scope)
+   dedupe_scope, concurrency_key)
 VALUES {rows}
 ON DUPLICATE KEY UPDATE id = id;
 
 -- name: job_values
 -- One row of insert_jobs.
-(%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s, %s)
+(%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s, %s, %s)
 
 -- ---------------------------------------------------------------- claim
 
@@ -149,7 +149,7 @@ UPDATE mysqlq_jobs
 -- name: fetch_batch
 -- Read a claimed batch back by its claim token.
 SELECT id, queue, handler, payload, attempts, max_attempts, time_limit,
-       TIMESTAMPDIFF(MICROSECOND, enqueued_at, NOW(6)) AS age_us
+       TIMESTAMPDIFF(MICROSECOND, enqueued_at, NOW(6)) AS age_us, concurrency_key
   FROM mysqlq_jobs WHERE batch_id = %(batch_id)s
  ORDER BY priority, id;
 

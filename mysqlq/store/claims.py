@@ -68,7 +68,7 @@ def fetch_batch(cur: Cursor, batch_id: int) -> list[ClaimedJob]:
     execute(cur, "fetch_batch", {"batch_id": batch_id})
     return [
         ClaimedJob(id=row[0], queue=row[1], handler=row[2], payload=row[3], attempt=row[4],
-                   max_attempts=row[5], time_limit=row[6], age=row[7] / 1e6)
+                   max_attempts=row[5], time_limit=row[6], age=row[7] / 1e6, concurrency_key=row[8])
         for row in cur.fetchall()
     ]
 

@@ -9,7 +9,7 @@ from ..db import Cursor
 from ..sql import query
 
 NAMES = ("queue", "handler", "payload", "status", "priority", "run_at", "delay_us", "max_attempts",
-         "time_limit", "dedupe_key", "dedupe_scope")
+         "time_limit", "dedupe_key", "dedupe_scope", "concurrency_key")
 
 
 def insert_job(cur: Cursor, row: Sequence[Any]) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..db import Cursor
 from . import execute, execute_in
+from . import limits as limits_store
 
 # The smallest run_at there is: where a walk of (status, run_at) starts.
 START = dt.datetime(1000, 1, 1)
@@ -50,6 +51,8 @@ def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequen
         found = {int(row[0]): (str(row[1]), str(row[2])) for row in cur.fetchall()}
         check(found)
         changed = execute_in(cur, statement, ids)
+        if statement == "cancel_jobs":  # jobs with a concurrency key: slots given back, waits ended
+            limits_store.settle_keys(cur, limits_store.keys_of(cur, ids))
         conn.commit()
     except BaseException:
         conn.rollback()

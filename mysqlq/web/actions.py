@@ -25,7 +25,8 @@ def _change(run: Run, statement: str, job_id: int, allowed: tuple[str, ...], ver
             raise NotFound(f"no job with id {job_id}")
         status = found[job_id][0]
         if status not in allowed:
-            raise ActionRefused(f"job {job_id} is {status}: only {' or '.join(allowed)} jobs can be {verb}")
+            what = allowed[0] if len(allowed) == 1 else f"{', '.join(allowed[:-1])} or {allowed[-1]}"
+            raise ActionRefused(f"job {job_id} is {status}: only {what} jobs can be {verb}")
 
     change: ops_store.Change = run(lambda cur: ops_store.change_jobs(cur, statement, [job_id], allowed, check))
     return change.queues
@@ -37,7 +38,7 @@ def retry_job(run: Run, settings: Settings, job_id: int) -> str:
 
 
 def cancel_job(run: Run, job_id: int) -> str:
-    _change(run, "cancel_jobs", job_id, ("ready", "scheduled"), "cancelled")
+    _change(run, "cancel_jobs", job_id, ("ready", "scheduled", "blocked"), "cancelled")
     return f"job {job_id} is cancelled"
 
 

@@ -103,3 +103,44 @@ def exits(payload: Any, ctx: mysqlq.JobContext) -> None:
     if how == "systemexit":
         raise SystemExit(3)
     sys.exit("handler asked to exit")
+
+
+def _limited_span(payload: Any, ctx: mysqlq.JobContext, kind: str) -> None:
+    """Record ``job_id lstart pid`` at the start, then ``job_id KIND start end pid attempt`` (monotonic,
+    the same clock in every process of the host) around a sleep: ``first_seconds`` on the first
+    attempt when given (a job to kill its worker under), else ``seconds``."""
+    start = time.monotonic()
+    _append(f"{ctx.job_id} lstart {os.getpid()} {ctx.attempt}")
+    seconds = float(payload.get("seconds", 0.2))
+    if ctx.attempt == 1 and "first_seconds" in payload:
+        seconds = float(payload["first_seconds"])
+    time.sleep(seconds)
+    _append(f"{ctx.job_id} {kind} {start:.6f} {time.monotonic():.6f} {os.getpid()} {ctx.attempt}")
+
+
+@mysqlq.handler(concurrency_limit=1)
+def limited(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """One job per concurrency key at a time (the default, declared)."""
+    _limited_span(payload, ctx, "lspan")
+
+
+@mysqlq.handler(concurrency_limit=2)
+def limited2(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Two jobs per concurrency key at a time."""
+    _limited_span(payload, ctx, "lspan")
+
+
+def unlimited(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """No declared limit: 1 per key when a job carries one."""
+    _limited_span(payload, ctx, "lspan")
+
+
+@mysqlq.handler(transactional=True, concurrency_limit=1)
+def limited_effect(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """A transactional handler with a limit: its effect row commits with its completion."""
+    assert ctx.conn is not None
+    with ctx.conn.cursor() as cur:
+        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+    _limited_span(payload, ctx, "lspan")
+    if payload.get("fail"):
+        raise RuntimeError("limited effect failed after writing")
