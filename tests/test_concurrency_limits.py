@@ -61,7 +61,8 @@ def test_ten_jobs_of_one_key_with_limit_one_on_three_workers_never_overlap(qdb: 
     # Blocked jobs got their claimed attempt back: each job ran on its first attempt.
     assert {r[3] for r in started(qdb)} == {"1"}
     assert qdb.query("SELECT DISTINCT attempts FROM mysqlq_jobs") == [(1,)]
-    assert semaphore_rows(qdb) == (0, 0, 0)  # nothing is kept for a key no job uses
+    # Nothing is kept for a key no job uses (a slot goes back just after its job's outcome is written).
+    qdb.wait_for(lambda: semaphore_rows(qdb) == (0, 0, 0), what="every slot given back")
 
 
 def test_limit_two_reaches_two_and_never_more(qdb: QueueDB) -> None:
@@ -103,7 +104,8 @@ def test_keyless_jobs_never_touch_the_limit_tables(qdb: QueueDB) -> None:
     proc = qdb.worker("--burst")
     assert proc.wait(timeout=60) == 0, qdb.logs()
     assert qdb.statuses() == {"done": 300}
-    assert semaphore_rows(qdb) == (0, 0, 0)
+    # A slot is given back just after its job's outcome is written: wait for the last one.
+    qdb.wait_for(lambda: semaphore_rows(qdb) == (0, 0, 0), what="every slot given back")
     assert qdb.scalar("SELECT version FROM mysqlq_semaphores") is None
     assert "job.blocked" not in qdb.logs() and "limits.settled" not in qdb.logs()
 
@@ -129,7 +131,8 @@ def test_a_killed_worker_holding_the_slot_frees_it_when_reaped(qdb: QueueDB, max
     else:
         assert status == "dead"
     assert widest_overlap(limited_spans(qdb)) == 1
-    assert semaphore_rows(qdb) == (0, 0, 0)
+    # A slot is given back just after its job's outcome is written: wait for the last one.
+    qdb.wait_for(lambda: semaphore_rows(qdb) == (0, 0, 0), what="every slot given back")
 
 
 def test_a_transactional_handler_with_a_limit_commits_and_hands_on_its_slot(qdb: QueueDB) -> None:
@@ -144,7 +147,8 @@ def test_a_transactional_handler_with_a_limit_commits_and_hands_on_its_slot(qdb:
     # The failing job's effects rolled back with it; each other job's effect committed once.
     assert sorted(row[0] for row in qdb.query("SELECT job_id FROM test_effects")) == sorted(ok)
     assert qdb.scalar("SELECT attempts FROM mysqlq_jobs WHERE id = %s", (failing,)) == 2  # retried once
-    assert semaphore_rows(qdb) == (0, 0, 0)
+    # A slot is given back just after its job's outcome is written: wait for the last one.
+    qdb.wait_for(lambda: semaphore_rows(qdb) == (0, 0, 0), what="every slot given back")
 
 
 def test_stats_show_blocked_jobs_and_a_blocked_job_can_be_cancelled(qdb: QueueDB) -> None:
@@ -165,7 +169,8 @@ def test_stats_show_blocked_jobs_and_a_blocked_job_can_be_cancelled(qdb: QueueDB
     wait_done(qdb, 3, timeout=60)
     assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (waiting[0],)) == "cancelled"
     assert waiting[0] not in {int(job_id) for _, _, job_id in limited_spans(qdb)}
-    assert semaphore_rows(qdb) == (0, 0, 0)
+    # A slot is given back just after its job's outcome is written: wait for the last one.
+    qdb.wait_for(lambda: semaphore_rows(qdb) == (0, 0, 0), what="every slot given back")
 
 
 def test_cancelling_the_job_that_holds_the_slot_frees_it(qdb: QueueDB) -> None:
