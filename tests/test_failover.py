@@ -66,3 +66,11 @@ def test_a_retried_unit_of_work_reconnects_through_the_host_list(qdb: QueueDB) -
     second = db.run(lambda cur: cur.execute("SELECT CONNECTION_ID()") and cur.fetchone()[0])
     assert second != first
     db.close()
+
+
+def test_the_order_of_the_hosts_does_not_change_whose_hints_a_client_hears() -> None:
+    """Workers listing their own node first share one hint scope with producers listing another."""
+    first = Dsn.parse("mysql://u@db1:3306,db2:3306,db3:3306/app")
+    assert Dsn.parse("mysql://u@db2:3306,db3:3306,db1:3306/app").identity == first.identity
+    assert Dsn.parse("mysql://u@db1:3306,db2:3306/app").identity != first.identity
+    assert Dsn.parse("mysql://u@db1:3306,db2:3306,db3:3306/other").identity != first.identity
