@@ -24,10 +24,11 @@ Cursor = MySQLdb.cursors.Cursor
 
 log = structlog.get_logger("mysqlq.db")
 
-# Errors after which the same work may simply be tried again on a fresh connection:
-# deadlock and lock wait timeout (the statement was rolled back), and every flavour of
-# "the server went away or is restarting".
-DEADLOCK, LOCK_WAIT_TIMEOUT = 1213, 1205
+# Errors after which the same work may simply be tried again: deadlock, lock wait timeout and a
+# lost certification (rolled back; retried on the same connection), a write refused by a read-only
+# server (the writer moved: retried on a new connection, through the DSN's host list), and every
+# flavour of "the server went away or is restarting".
+DEADLOCK, LOCK_WAIT_TIMEOUT, GR_ROLLBACK = 1213, 1205, 3101
 TRANSIENT_CODES = frozenset(
     {
         DEADLOCK,
@@ -36,6 +37,7 @@ TRANSIENT_CODES = frozenset(
         1047,  # WSREP has not yet prepared node for application use (Galera: not in the primary component)
         1290,  # the server runs with --read-only / --super-read-only (a replica or Group Replication secondary)
         1836,  # running in read-only mode (MariaDB)
+        GR_ROLLBACK,  # Group Replication (multi-primary): the transaction failed certification at commit
         1053,  # server shutdown in progress
         1927,  # connection was killed (MariaDB)
         2002,  # can't connect through socket
@@ -240,7 +242,7 @@ class Database:
             except MySQLdb.Error as exc:
                 if not is_transient(exc) or self._exhausted(attempt):
                     raise
-                if error_code(exc) not in (DEADLOCK, LOCK_WAIT_TIMEOUT):
+                if error_code(exc) not in (DEADLOCK, LOCK_WAIT_TIMEOUT, GR_ROLLBACK):
                     self.close()
                 failing_since = failing_since or time.monotonic()
                 self._pause(exc, attempt, failing_since)
