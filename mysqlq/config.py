@@ -78,8 +78,12 @@ class Dsn:
 
     @property
     def identity(self) -> str:
-        """A stable string naming this database, used to scope has-task hints."""
-        where = self.unix_socket or ",".join(_join(host, port) for host, port in self.addresses)
+        """A stable string naming this database, used to scope has-task hints.
+
+        The hosts are sorted: clients listing a cluster's nodes in different orders (each worker its
+        own node first) reach the same database and must hear each other's hints.
+        """
+        where = self.unix_socket or ",".join(sorted(_join(host, port) for host, port in self.addresses))
         return f"{where}/{self.database}"
 
 

@@ -24,16 +24,20 @@ Cursor = MySQLdb.cursors.Cursor
 
 log = structlog.get_logger("mysqlq.db")
 
-# Errors after which the same work may simply be tried again on a fresh connection:
-# deadlock and lock wait timeout (the statement was rolled back), and every flavour of
-# "the server went away or is restarting".
-DEADLOCK, LOCK_WAIT_TIMEOUT = 1213, 1205
+# Errors after which the same work may simply be tried again: deadlock, lock wait timeout and a
+# lost certification (rolled back; retried on the same connection), a write refused by a read-only
+# server (the writer moved: retried on a new connection, through the DSN's host list), and every
+# flavour of "the server went away or is restarting".
+DEADLOCK, LOCK_WAIT_TIMEOUT, GR_ROLLBACK = 1213, 1205, 3101
 TRANSIENT_CODES = frozenset(
     {
         DEADLOCK,
         LOCK_WAIT_TIMEOUT,
         1040,  # too many connections
         1047,  # WSREP has not yet prepared node for application use (Galera: not in the primary component)
+        1290,  # the server runs with --read-only / --super-read-only (a replica or Group Replication secondary)
+        1836,  # running in read-only mode (MariaDB)
+        GR_ROLLBACK,  # Group Replication (multi-primary): the transaction failed certification at commit
         1053,  # server shutdown in progress
         1927,  # connection was killed (MariaDB)
         2002,  # can't connect through socket
@@ -68,8 +72,9 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
     """Open an autocommit connection in UTC, translating refusals into one-line errors
     (``use_database=False``: to the server only, e.g. to create the DSN's database).
 
-    With several hosts, the first that accepts (and, on a Galera cluster, is ready for queries) is
-    used; the error names the last failure when none does.
+    With several hosts, the first that accepts and takes writes is used: a server with ``read_only``
+    or ``super_read_only`` ON (a replica, a Group Replication secondary or a member not ONLINE) and a
+    Galera node not ready for queries are passed over. The error names the last failure when none does.
     """
     addresses = dsn.addresses
     failure: DatabaseUnavailable | None = None
@@ -82,9 +87,9 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
                 raise
             failure = exc
             continue
-        if len(addresses) > 1 and not _node_ready(conn):
-            failure = DatabaseUnavailable(f"the node at {host}:{port} is not ready for queries (wsrep_ready=OFF)",
-                                          transient=True)
+        refusal = _refuses_writes(conn) if len(addresses) > 1 else None
+        if refusal:
+            failure = DatabaseUnavailable(f"the server at {host}:{port} {refusal}", transient=True)
             with contextlib.suppress(MySQLdb.Error):
                 conn.close()
             continue
@@ -133,21 +138,27 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_datab
         raise DatabaseUnavailable(f"cannot connect to the database at {where}: {message}", transient=True) from None
 
 
-def _node_ready(conn: Connection) -> bool:
-    """False for a Galera node that is up but not part of the primary component (it refuses queries)."""
+def _refuses_writes(conn: Connection) -> str | None:
+    """Why a server of a multi-host DSN cannot take mysqlq's writes, or None when it can.
+
+    ``read_only`` is honoured even though SUPER (or READ_ONLY ADMIN) users could write past it: it
+    marks a replica, and the writer is elsewhere in the list.
+    """
     try:
         with conn.cursor() as cur:
-            if not _show_is_on(cur, "wsrep_on"):
-                return True
-            return _show_is_on(cur, "wsrep_ready")
-    except MySQLdb.Error:
-        return False
-
-
-def _show_is_on(cur: Cursor, name: str) -> bool:
-    cur.execute(query(name))
-    row = cur.fetchone()
-    return row is not None and str(row[1]).upper() == "ON"
+            cur.execute(query("server_role"))
+            flags = {str(name).lower(): str(value).upper() == "ON" for name, value in cur.fetchall()}
+            for name in ("super_read_only", "read_only"):
+                if flags.get(name):
+                    return f"is read-only ({name}=ON)"
+            if flags.get("wsrep_on"):
+                cur.execute(query("wsrep_ready"))
+                row = cur.fetchone()
+                if row is None or str(row[1]).upper() != "ON":
+                    return "is not ready for queries (wsrep_ready=OFF)"
+    except MySQLdb.Error as exc:
+        return f"failed its first query ({exc})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -231,7 +242,7 @@ class Database:
             except MySQLdb.Error as exc:
                 if not is_transient(exc) or self._exhausted(attempt):
                     raise
-                if error_code(exc) not in (DEADLOCK, LOCK_WAIT_TIMEOUT):
+                if error_code(exc) not in (DEADLOCK, LOCK_WAIT_TIMEOUT, GR_ROLLBACK):
                     self.close()
                 failing_since = failing_since or time.monotonic()
                 self._pause(exc, attempt, failing_since)

@@ -1,10 +1,20 @@
 """mysqlq on a 3-node Galera cluster against one plain server, in the same run (``scripts/bench --only galera``).
 
-Figures, each the median of the runs:
+Figures, each the median of the runs (min and max beside it):
 
-- W1 on the cluster, K=3 workers, in two modes: ``one-writer`` (every worker's DSN lists the nodes in
-  the same order, so all connect to the first: no certification conflicts) and ``spread`` (worker i
-  lists node i first: writes from three nodes at once); against W1 K=3 on one plain server.
+- Drain (W1 on the cluster, K=3 workers) against W1 K=3 on one plain server, in three layouts
+  (jobs/s from the first claim to the last completion; ``ratio_plain`` is the median of each run's
+  ratio to the plain server of the same run):
+  ``one_writer`` (every worker's DSN lists the nodes in the same order, so all write through the
+  first: no certification conflicts), ``spread`` (worker i lists node i first: writes from three
+  nodes at once on the same rows) and ``partitioned`` (worker i lists node i first and works its
+  own queue; each job was put in queue ``p<id mod 3>``, so the nodes claim disjoint rows); at batch
+  sizes 10, 100 (the default) and 500; and one_writer and spread again with ``wsrep_sync_wait=3``
+  on every session. ``conflicts`` is the number of transactions the cluster aborted meanwhile
+  (``wsrep_local_cert_failures`` + ``wsrep_local_bf_aborts``, summed over the nodes).
+- Latency across nodes: one idle worker on node 2, a producer enqueueing through node 1 every
+  20 ms (the local hint wakes the worker at once): start minus enqueue, p50 / p95 ms, and how many
+  jobs of all runs waited for a poll (> 500 ms), with ``wsrep_sync_wait`` 0, 1 and 3 on the worker's sessions.
 - Recovery: during a spread drain, ``kill -9`` node 3: seconds until the cluster commits jobs again,
   and until the worker that was on node 3 (now failed over) finishes a job again.
 
@@ -15,6 +25,7 @@ the ratios, not the absolute rates.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import shutil
@@ -22,16 +33,24 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import MySQLdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_common import MYSQLQ, clean_env, fill_jobs, median, note
+from bench_common import MYSQLQ, clean_env, fill_jobs, median, note, percentile
 from private_galera import PrivateGalera
 from private_mariadb import PrivateMariaDB
+
+import mysqlq
+
+BATCHES = (10, 100, 500)
+SYNC_WAITS = (0, 1, 3)  # 1: reads wait for causality; 3: reads, UPDATE and DELETE (the claim) too
+LATE_MS = 500.0  # a job that started later than this waited for a poll, not a hint
+TOP_UP = 300  # jobs added during the recovery figure whenever fewer are ready
+CONFLICT_COUNTERS = ("wsrep_local_cert_failures", "wsrep_local_bf_aborts")
 
 
 def dsn_for(ports: Sequence[int], database: str) -> str:
@@ -48,7 +67,7 @@ def connect(port: int, database: str | None = None) -> Any:
 class Run:
     """A database with N jobs on some server, and K workers with their DSNs."""
 
-    def __init__(self, tmp: pathlib.Path, port: int, database: str, n: int) -> None:
+    def __init__(self, tmp: pathlib.Path, port: int, database: str, n: int, *, partitions: int = 0) -> None:
         self.tmp, self.port, self.database, self.n = tmp, port, database, n
         admin = connect(port)
         with admin.cursor() as cur:
@@ -61,15 +80,22 @@ class Run:
         self.cur = self.conn.cursor()
         self.cur.execute("SET time_zone = '+00:00'")
         fill_jobs(self.cur, n)
+        if partitions:  # as a producer would at enqueue: job id mod P picks its partition's queue
+            self.cur.execute("UPDATE mysqlq_jobs SET queue = CONCAT('p', id MOD %s)", (partitions,))
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, dsns: Sequence[str]) -> float:
+    def start(self, dsns: Sequence[str], *, batch: int | None = None, queues: Sequence[str] | None = None,
+              env: dict[str, str] | None = None) -> float:
         started = time.perf_counter()
         for index, dsn in enumerate(dsns, 1):
-            env = clean_env({"MYSQLQ_HINT_DIR": str(self.tmp / "hints")})
+            extra = {"MYSQLQ_HINT_DIR": str(self.tmp / "hints"), **(env or {})}
+            if batch is not None:
+                extra["MYSQLQ_BATCH_SIZE"] = str(batch)
+            if queues is not None:
+                extra["MYSQLQ_QUEUES"] = queues[index - 1]
             with (self.tmp / f"{self.database}.log").open("ab") as log:
                 self.procs.append(subprocess.Popen([MYSQLQ, "--dsn", dsn, "worker", "--name", f"w{index}"],
-                                                   stdout=subprocess.DEVNULL, stderr=log, env=env))
+                                                   stdout=subprocess.DEVNULL, stderr=log, env=clean_env(extra)))
         return started
 
     def done(self) -> int:
@@ -92,16 +118,91 @@ class Run:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        with contextlib.suppress(MySQLdb.Error):
+            self.cur.execute(f"DROP DATABASE IF EXISTS {self.database}")
         self.conn.close()
 
 
-def drain(tmp: pathlib.Path, port: int, database: str, n: int, dsns: Sequence[str]) -> float:
-    run = Run(tmp, port, database, n)
+def conflicts(ports: Sequence[int]) -> int:
+    """Transactions the cluster aborted so far (certification failures and brute-force aborts), all nodes."""
+    total = 0
+    for port in ports:
+        conn = connect(port)
+        with conn.cursor() as cur:
+            for name in CONFLICT_COUNTERS:
+                cur.execute("SHOW GLOBAL STATUS LIKE %s", (name,))
+                row = cur.fetchone()
+                total += int(row[1]) if row else 0
+        conn.close()
+    return total
+
+
+@contextlib.contextmanager
+def sync_wait(ports: Sequence[int], value: int) -> Iterator[None]:
+    """``wsrep_sync_wait`` for every session opened meanwhile on the cluster (the workers' included)."""
+    for port in ports:
+        conn = connect(port)
+        with conn.cursor() as cur:
+            cur.execute("SET GLOBAL wsrep_sync_wait = %s", (value,))
+        conn.close()
     try:
-        started = run.start(dsns)
-        return n / (run.wait_done() - started)
+        yield
+    finally:
+        for port in ports:
+            with contextlib.suppress(MySQLdb.Error):
+                conn = connect(port)
+                with conn.cursor() as cur:
+                    cur.execute("SET GLOBAL wsrep_sync_wait = 0")
+                conn.close()
+
+
+def drain(tmp: pathlib.Path, port: int, database: str, n: int, dsns: Sequence[str], *,
+          batch: int | None = None, partitioned: bool = False, cluster_ports: Sequence[int] = ()) -> tuple[float, int]:
+    """Jobs per second for K workers draining N jobs, and the cluster's aborted transactions meanwhile."""
+    run = Run(tmp, port, database, n, partitions=len(dsns) if partitioned else 0)
+    queues = [f"p{i % len(dsns)}" for i in range(1, len(dsns) + 1)] if partitioned else None
+    try:
+        before = conflicts(cluster_ports)
+        run.start(dsns, batch=batch, queues=queues)
+        run.wait_done()
+        # From the first claim to the last completion, by the servers' clocks (one host): the three
+        # workers' start-up varies more than the drain itself on a loaded 2-core machine.
+        run.cur.execute("SELECT TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at)) FROM mysqlq_jobs")
+        rate = n / (int(run.cur.fetchone()[0]) / 1e6)
+        return rate, conflicts(cluster_ports) - before
     finally:
         run.close()
+
+
+def latency(tmp: pathlib.Path, cluster: PrivateGalera, database: str, jobs: int, wait: int,
+            interval: float = 0.02) -> list[float]:
+    """Start minus enqueue (ms) of jobs enqueued through node 1 and run by one idle worker on node 2."""
+    ports = [node.port for node in cluster.nodes]
+    record = tmp / f"{database}.latency"
+    record.unlink(missing_ok=True)
+    run = Run(tmp, ports[0], database, 0)
+    try:
+        with sync_wait(ports, wait):
+            run.start([dsn_for(ports[1:] + ports[:1], database)], env={"MYSQLQ_BENCH_LATENCY_FILE": str(record)})
+            settings = mysqlq.Settings(dsn=mysqlq.Dsn.parse(dsn_for(ports, database)), hint_dir=str(tmp / "hints"))
+            with mysqlq.Producer(settings) as producer:
+                producer.enqueue("bench.noop", {})  # the worker is up and idle once this one is done
+                run.n = 1
+                run.wait_done(timeout=60)
+                time.sleep(0.5)
+                tick = time.perf_counter()
+                for _ in range(jobs):
+                    producer.enqueue("bench.latency", {"t": time.time()})
+                    tick += interval
+                    time.sleep(max(0.0, tick - time.perf_counter()))
+            run.n = jobs + 1
+            run.wait_done(timeout=120)
+    finally:
+        run.close()
+    values = [float(line) for line in record.read_text().split()]
+    if len(values) != jobs:
+        raise RuntimeError(f"{database}: {jobs} jobs sent, {len(values)} latencies recorded")
+    return values
 
 
 def recovery(tmp: pathlib.Path, cluster: PrivateGalera, database: str, n: int) -> tuple[float, float]:
@@ -118,6 +219,12 @@ def recovery(tmp: pathlib.Path, cluster: PrivateGalera, database: str, n: int) -
         t0 = time.perf_counter()
         commits = worker = None
         while worker is None or commits is None:
+            # Keep work in the queue until node 3's worker has failed over and finished a job: the
+            # other two could otherwise drain the rest while it is still reconnecting.
+            run.cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'ready'")
+            if int(run.cur.fetchone()[0]) < TOP_UP:
+                fill_jobs(run.cur, TOP_UP)
+                run.n += TOP_UP
             run.cur.execute("SELECT worker FROM mysqlq_jobs WHERE status = 'done' AND finished_at > %s", (killed_at,))
             finishers = {row[0] for row in run.cur.fetchall()}
             if commits is None and finishers:
@@ -136,37 +243,69 @@ def recovery(tmp: pathlib.Path, cluster: PrivateGalera, database: str, n: int) -
 
 def main(quick: bool = False, runs: int = 3) -> int:
     n = 3000 if quick else 10_000
+    latency_jobs = 50 if quick else 150
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="mysqlq-bench-galera-"))
     plain = PrivateMariaDB(tmp / "plain", die_with_parent=True)
     cluster = PrivateGalera(tmp / "galera", die_with_parent=True)
-    figures: dict[str, list[float]] = {"plain": [], "one_writer": [], "spread": [], "commits_s": [], "worker_s": []}
+    rates: dict[tuple[str, int, int], list[float]] = {}
+    aborted: dict[tuple[str, int, int], list[float]] = {}
+    delays: dict[int, list[float]] = {wait: [] for wait in SYNC_WAITS}
+    recovered: dict[str, list[float]] = {"commits_s": [], "worker_s": []}
     try:
         note("starting a private server and a private 3-node Galera cluster")
         plain.start()
         cluster.start()
         ports = [node.port for node in cluster.nodes]
+        spread = [ports[i:] + ports[:i] for i in range(3)]
         print(f"# galera: 3 nodes on loopback (scripts/private_galera.py), N={n}, K=3, runs={runs}", flush=True)
         for r in range(runs):
-            note(f"galera run {r + 1}: plain server, one-writer cluster, spread cluster, node kill")
-            figures["plain"].append(drain(tmp, plain.port, f"gp{r}", n, [dsn_for([plain.port], f"gp{r}")] * 3))
-            figures["one_writer"].append(drain(tmp, ports[0], f"g1w{r}", n, [dsn_for(ports, f"g1w{r}")] * 3))
-            figures["spread"].append(drain(tmp, ports[0], f"gsp{r}", n,
-                                           [dsn_for(ports[i:] + ports[:i], f"gsp{r}") for i in range(3)]))
+            cases: list[tuple[str, int, int]] = [("plain", 100, 0)]
+            cases += [(mode, batch, 0) for mode in ("one_writer", "spread") for batch in BATCHES]
+            cases += [("partitioned", batch, 0) for batch in (100, 500)]
+            cases += [("one_writer", 100, 3), ("spread", 100, 3)]
+            for mode, batch, wait in cases:
+                note(f"galera run {r + 1}: {mode}, batch {batch}, wsrep_sync_wait={wait}")
+                name = f"g{mode[:2]}{batch}w{wait}r{r}"
+                if mode == "plain":
+                    rate, aborts = drain(tmp, plain.port, name, n, [dsn_for([plain.port], name)] * 3, batch=batch)
+                else:
+                    dsns = [dsn_for(ports, name)] * 3 if mode == "one_writer" else [dsn_for(o, name) for o in spread]
+                    with sync_wait(ports, wait):
+                        rate, aborts = drain(tmp, ports[0], name, n, dsns, batch=batch,
+                                             partitioned=mode == "partitioned", cluster_ports=ports)
+                rates.setdefault((mode, batch, wait), []).append(rate)
+                aborted.setdefault((mode, batch, wait), []).append(aborts)
+                note(f"  {rate:.0f} jobs/s, {aborts} transactions aborted by the cluster")
+            for wait in SYNC_WAITS:
+                note(f"galera run {r + 1}: latency across nodes, wsrep_sync_wait={wait}")
+                values = latency(tmp, cluster, f"glat{wait}r{r}", latency_jobs, wait)
+                delays[wait].append(values)
+                note(f"  p50 {percentile(values, 50):.1f} ms, p95 {percentile(values, 95):.1f} ms, "
+                     f"{sum(value > LATE_MS for value in values)} waited for a poll")
+            note(f"galera run {r + 1}: kill -9 of a node during a spread drain")
             commits, worker = recovery(tmp, cluster, f"grec{r}", n)
-            figures["commits_s"].append(commits)
-            figures["worker_s"].append(worker)
+            recovered["commits_s"].append(commits)
+            recovered["worker_s"].append(worker)
+            note(f"  commits again after {commits:.2f} s, node 3's worker finishes a job after {worker:.2f} s")
     finally:
         cluster.kill()
         plain.kill()
         shutil.rmtree(tmp, ignore_errors=True)
-    base = median(figures["plain"])
-    for mode in ("plain", "one_writer", "spread"):
-        values = figures[mode]
-        print(f"galera mode={mode} k=3 n={n} jobs_s={median(values):.0f} jobs_s_min={min(values):.0f} "
-              f"jobs_s_max={max(values):.0f} ratio_plain={median(values) / base:.2f}")
-    print(f"galera node_kill k=3 n={n} commits_again_s={median(figures['commits_s']):.2f} "
-          f"node3_worker_again_s={median(figures['worker_s']):.2f} "
-          f"(min {min(figures['worker_s']):.2f}, max {max(figures['worker_s']):.2f})")
+    base = rates[("plain", 100, 0)]
+    for (mode, batch, wait), values in rates.items():
+        ratios = [value / plain_rate for value, plain_rate in zip(values, base, strict=True)]
+        print(f"galera mode={mode} batch={batch} sync_wait={wait} k=3 n={n} jobs_s={median(values):.0f} "
+              f"jobs_s_min={min(values):.0f} jobs_s_max={max(values):.0f} ratio_plain={median(ratios):.2f} "
+              f"(min {min(ratios):.2f}, max {max(ratios):.2f}) conflicts={median(aborted[(mode, batch, wait)]):.0f}")
+    for wait, per_run in delays.items():
+        p50s = [percentile(values, 50) for values in per_run]
+        p95s = [percentile(values, 95) for values in per_run]
+        late = [sum(value > LATE_MS for value in values) for values in per_run]
+        print(f"galera latency sync_wait={wait} jobs={latency_jobs} p50_ms={median(p50s):.1f} "
+              f"p95_ms={median(p95s):.1f} (max {max(p95s):.1f}) waited_for_poll={sum(late)}/{latency_jobs * len(late)}")
+    print(f"galera node_kill k=3 n={n} commits_again_s={median(recovered['commits_s']):.2f} "
+          f"node3_worker_again_s={median(recovered['worker_s']):.2f} "
+          f"(min {min(recovered['worker_s']):.2f}, max {max(recovered['worker_s']):.2f})")
     return 0
 
 

@@ -66,3 +66,24 @@ def test_a_retried_unit_of_work_reconnects_through_the_host_list(qdb: QueueDB) -
     second = db.run(lambda cur: cur.execute("SELECT CONNECTION_ID()") and cur.fetchone()[0])
     assert second != first
     db.close()
+
+
+def test_the_order_of_the_hosts_does_not_change_whose_hints_a_client_hears() -> None:
+    """Workers listing their own node first share one hint scope with producers listing another."""
+    first = Dsn.parse("mysql://u@db1:3306,db2:3306,db3:3306/app")
+    assert Dsn.parse("mysql://u@db2:3306,db3:3306,db1:3306/app").identity == first.identity
+    assert Dsn.parse("mysql://u@db1:3306,db2:3306/app").identity != first.identity
+    assert Dsn.parse("mysql://u@db1:3306,db2:3306,db3:3306/other").identity != first.identity
+
+
+def test_a_producer_listing_the_hosts_in_another_order_wakes_the_worker(qdb: QueueDB) -> None:
+    """A worker listing its own node first, a producer listing another first: the hint still arrives."""
+    server, dead = tcp_address(qdb.server), f"127.0.0.1:{closed_port()}"
+    worker_dsn = f"mysql://root@{dead},{server}/{qdb.name}"
+    producer_dsn = f"mysql://root@{server},{dead}/{qdb.name}"
+    qdb.worker("--poll-interval", "60", env=qdb.env(MYSQLQ_DSN=worker_dsn))
+    qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers"), what="the worker to register")
+    qdb.wait_for(lambda: list((qdb.tmp / "hints").iterdir()), what="the worker's socket")
+    result = qdb.cli("enqueue", "test.record", env=qdb.env(MYSQLQ_DSN=producer_dsn), check=True)
+    assert "hint." not in result.stderr, result.stderr
+    qdb.wait_for(lambda: qdb.records(), timeout=30, what="the hinted job to run (the next poll is a minute away)")

@@ -63,6 +63,11 @@ SHOW GLOBAL VARIABLES LIKE 'wsrep_on';
 -- On a Galera node: whether it accepts queries (it is in the primary component and synced enough).
 SHOW GLOBAL STATUS LIKE 'wsrep_ready';
 
+-- name: server_role
+-- Whether a server takes writes and is a Galera node: read_only, super_read_only (MySQL only;
+-- Group Replication sets it on secondaries and on members not ONLINE) and wsrep_on (MariaDB).
+SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'wsrep_on');
+
 -- name: get_lock
 -- A named server lock (migrations, reaper leadership); 1 when taken.
 SELECT GET_LOCK(%(name)s, %(timeout)s);
