@@ -393,7 +393,8 @@ def pending(cur: Any) -> bool:
     """Is any job not finished yet? (Cheap index probes: the running rows of mysqlq_jobs_state, and its
     ready and scheduled ranges; a probe by status alone would read the history.)"""
     cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_jobs WHERE running_batch IS NOT NULL)"
-                " OR EXISTS(SELECT 1 FROM mysqlq_jobs WHERE running_batch IS NULL AND status IN ('ready', 'scheduled'))")
+                " OR EXISTS(SELECT 1 FROM mysqlq_jobs"
+                "           WHERE running_batch IS NULL AND status IN ('ready', 'scheduled'))")
     return bool(cur.fetchone()[0])
 
 
