@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from mysqlq import stats
+from mysqlq.cli.produce import _stats_text
 from mysqlq.config import Dsn
 from mysqlq.db import Connection, Cursor, connect
 from mysqlq.sql import query
@@ -281,3 +282,10 @@ def test_stats_count_live_jobs_exactly_and_history_up_to_the_cap(big: Connection
 def test_the_measure_does_see_a_read_of_the_history(big: Connection) -> None:
     # The yardstick itself: a filter on a column without an index reads every row of the table.
     assert rows_read(big, "SELECT COUNT(*) FROM mysqlq_jobs WHERE handler = 'test.record'") >= 2**HISTORY_DOUBLINGS
+
+
+def test_the_stats_table_shows_a_capped_count_with_a_plus(big: Connection) -> None:
+    with big.cursor() as cur:
+        table = _stats_text(stats.queue_stats(cur), as_json=False)
+    hot = next(line.split() for line in table.splitlines() if line.startswith("hot "))
+    assert hot[1:7] == [str(READY), "0", "0", f"{stats.HISTORY_CAP}+", "0", "0"]
