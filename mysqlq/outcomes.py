@@ -95,7 +95,6 @@ class OutcomeBuffer:
 
     def _which_lost(self, db: Database, ids: list[int]) -> list[int]:
         # Rare path: a claim was taken over while we ran. Rows still ours were just marked done,
-        # so any job of ours not in the batch as done is the lost one.
-        rows = db.run(lambda cur: claims.fetch_batch(cur, self.batch_id))
-        still_ours = {job.id for job in rows}
+        # so any job of ours not done under this batch is the lost one.
+        still_ours = db.run(lambda cur: claims.completed_ids(cur, self.batch_id, ids))
         return [job_id for job_id in ids if job_id not in still_ours]

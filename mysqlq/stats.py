@@ -10,21 +10,32 @@ from .store import execute
 from .store import ops as ops_store
 
 THROUGHPUT_WINDOW = 300.0  # seconds of history behind the done-per-minute figure
+HISTORY_CAP = 10_000  # done, dead and cancelled jobs are counted exactly up to this many per queue
+HISTORY = ("done", "dead", "cancelled")
 
 
 def _blank(queue: str, window: float) -> dict[str, Any]:
-    return {"queue": queue, "counts": dict.fromkeys(STATUSES, 0), "oldest_ready_age": None, "paused": False,
-            "throughput": {"window_s": window, "done": 0, "dead": 0, "done_per_min": 0.0}}
+    return {"queue": queue, "counts": dict.fromkeys(STATUSES, 0), "capped": [], "oldest_ready_age": None,
+            "paused": False, "throughput": {"window_s": window, "done": 0, "dead": 0, "done_per_min": 0.0}}
 
 
-def queue_stats(cur: Cursor, window: float = THROUGHPUT_WINDOW) -> list[dict[str, Any]]:
+def queue_stats(cur: Cursor, window: float = THROUGHPUT_WINDOW, cap: int = HISTORY_CAP) -> list[dict[str, Any]]:
     """One entry per queue: counts by status, the oldest ready job's age in seconds, whether it is
-    paused, and its throughput: jobs that ended done or dead in the last ``window`` seconds."""
-    execute(cur, "count_by_queue_status")
+    paused, and its throughput: jobs that ended done or dead in the last ``window`` seconds.
+
+    Ready, scheduled, blocked and running jobs are counted exactly. Finished ones (done, dead, cancelled)
+    are counted up to ``cap`` per queue: a count that reached it is ``cap`` and its status is listed
+    in ``capped`` (the table shows "10000+"), so that no figure reads the whole history.
+    """
     found: dict[str, dict[str, Any]] = {}
-    for queue, status, count in cur.fetchall():
-        entry = found.setdefault(queue, _blank(queue, window))
-        entry["counts"][status] = int(count)
+    for (queue, status), count in ops_store.count_live(cur).items():
+        found.setdefault(queue, _blank(queue, window))["counts"][status] = count
+    for status in HISTORY:
+        for queue, count in ops_store.count_capped(cur, status, cap).items():
+            entry = found.setdefault(queue, _blank(queue, window))
+            entry["counts"][status] = min(count, cap)
+            if count > cap:
+                entry["capped"].append(status)
     for queue in ops_store.paused_queues(cur):
         found.setdefault(queue, _blank(queue, window))["paused"] = True
     for queue, (done, dead) in ops_store.throughput(cur, window).items():

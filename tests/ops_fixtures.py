@@ -28,6 +28,8 @@ def plant(qdb: QueueDB, status: str, count: int = 1, *, queue: str = "default", 
                 cur.execute(sql, {"queue": queue, "handler": handler, "status": status, "ago": ago_us,
                                   "max": max_attempts, "attempts": attempts, "error": error})
                 ids.append(int(cur.lastrowid))
+                if status == "running":  # held under a claim, as a worker's claim would leave it
+                    cur.execute("UPDATE mysqlq_jobs SET batch_id = id, running_batch = id WHERE id = %s", (ids[-1],))
     finally:
         conn.close()
     return ids

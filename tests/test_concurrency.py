@@ -150,7 +150,7 @@ def test_a_worker_frozen_past_its_lease_runs_nothing_more_of_the_stale_claim(qdb
         # Its claims are taken over while it is frozen (as the reaper would, once the lease lapsed).
         stolen = {row[0] for row in qdb.query(
             "SELECT id FROM mysqlq_jobs WHERE worker = 'frozen' AND status = 'running'")}
-        qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, worker = 'thief' WHERE worker = 'frozen'"
+        qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, running_batch = 999, worker = 'thief' WHERE worker = 'frozen'"
                   " AND status = 'running'")
         ran_before = {int(r[0]) for r in qdb.records()}
         time.sleep(3.5)  # past its lease

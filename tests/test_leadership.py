@@ -99,7 +99,8 @@ def test_a_frozen_leader_loses_the_role_and_the_jobs_it_held(qdb: QueueDB) -> No
         ghost_id = qdb.scalar("SELECT id FROM mysqlq_workers WHERE name = 'ghost'")
         with qdb.producer() as producer:
             lapsed = producer.enqueue("test.record", queue="ghostly")
-        qdb.query("""UPDATE mysqlq_jobs SET status = 'running', batch_id = 5, worker_id = %s, worker = 'ghost',
+        qdb.query("""UPDATE mysqlq_jobs SET status = 'running', ready_queue = NULL, batch_id = 5, running_batch = 5,
+                            worker_id = %s, worker = 'ghost',
                             attempts = 1, lease_until = NOW(6) - INTERVAL 1 SECOND WHERE id = %s""",
                   (ghost_id, lapsed))
         qdb.worker("--name", "rescuer", "--queue", "default,ghostly", *fast)

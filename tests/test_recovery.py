@@ -174,7 +174,7 @@ def test_a_transactional_handler_that_lost_its_claim_rolls_its_effect_back(qdb: 
     qdb.worker("--no-processlist-check")
     qdb.wait_for(lambda: qdb.records(), what="the handler to write its effect")
     # Someone takes the claim over while the handler still runs (as the reaper would).
-    qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, worker = 'thief' WHERE id = %s", (job_id,))
+    qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, running_batch = 999, worker = 'thief' WHERE id = %s", (job_id,))
     qdb.wait_for(lambda: "job.claim_lost" in qdb.logs(), timeout=20, what="the worker to notice")
     assert qdb.scalar("SELECT COUNT(*) FROM test_effects") == 0
     assert qdb.query("SELECT status, batch_id FROM mysqlq_jobs") == [("running", 999)]

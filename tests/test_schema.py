@@ -39,7 +39,7 @@ def test_claim_reads_only_the_ready_rows_of_its_queue(qdb: QueueDB) -> None:
     params = {"queue": "default", "batch_id": 1, "worker_id": 1, "worker": "w", "lease_us": 1, "limit": 10}
     plan = qdb.query("EXPLAIN FORMAT=JSON " + claim, params)[0][0]
     assert "filesort" not in plan
-    assert find_table(json.loads(plan))["key"] == "mysqlq_jobs_claim"
+    assert find_table(json.loads(plan))["key"] == "mysqlq_jobs_ready"
     # ANALYZE runs the claim and reports the rows it really read: the LIMIT, not the history.
     analyzed = find_table(json.loads(qdb.query("ANALYZE FORMAT=JSON " + claim, params)[0][0]))
     assert analyzed["r_rows"] == 10, analyzed

@@ -202,7 +202,7 @@ def _stats_text(rows: list[dict[str, Any]], as_json: bool, compact: bool = False
     if as_json:
         return json.dumps(rows) if compact else json.dumps(rows, indent=2)
     header = ["queue", *STATUSES, "oldest_ready_s", "done/min", "state"]
-    table = [[row["queue"], *(str(row["counts"][s]) for s in STATUSES),
+    table = [[row["queue"], *(f"{row['counts'][s]}{'+' if s in row['capped'] else ''}" for s in STATUSES),
               "-" if row["oldest_ready_age"] is None else f"{row['oldest_ready_age']:.1f}",
               f"{row['throughput']['done_per_min']:g}", "paused" if row["paused"] else "active"] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(header)]

@@ -30,15 +30,15 @@ INSERT INTO mysqlq_semaphore_holders (concurrency_key, job_id) VALUES (%(key)s, 
 -- name: lock_batch_keyed
 -- At admission: which keyed jobs of a just-claimed batch are still ours, locked so that the
 -- reaper cannot hand them to another worker before the admission commits (the fence).
-SELECT id FROM mysqlq_jobs WHERE batch_id = %s AND status = 'running' AND id IN ({ids}) FOR UPDATE;
+SELECT id FROM mysqlq_jobs WHERE running_batch = %s AND id IN ({ids}) FOR UPDATE;
 
 -- name: block_job
 -- Set a claimed job aside until a slot of its key frees: not claimable, no lease, and the
 -- attempt its claim took refunded (it did not run). Fenced by the claim token.
 UPDATE mysqlq_jobs
-   SET status = 'blocked', batch_id = NULL, lease_until = NULL, started_at = NULL,
+   SET status = 'blocked', batch_id = NULL, running_batch = NULL, lease_until = NULL, started_at = NULL,
        worker_id = NULL, worker = NULL, attempts = GREATEST(attempts, 1) - 1
- WHERE id = %(id)s AND batch_id = %(batch_id)s AND status = 'running';
+ WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
 -- name: add_blocked
 -- Remember a blocked job as waiting for a slot of its key, with its handler's limit.
@@ -59,8 +59,8 @@ SELECT id FROM mysqlq_jobs WHERE id IN ({ids}) AND status = 'blocked' FOR UPDATE
 DELETE FROM mysqlq_blocked_jobs WHERE concurrency_key = %s AND job_id IN ({ids});
 
 -- name: unblock_jobs
--- Blocked jobs given a slot become ready: the claim sees them again.
-UPDATE mysqlq_jobs SET status = 'ready' WHERE status = 'blocked' AND id IN ({ids});
+-- Blocked jobs given a slot become ready: the claim sees them again (in the ready index).
+UPDATE mysqlq_jobs SET status = 'ready', ready_queue = queue WHERE status = 'blocked' AND id IN ({ids});
 
 -- name: ready_queues
 -- The queues of listed jobs (to wake the workers of the queues that gained ready jobs).

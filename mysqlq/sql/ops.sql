@@ -6,12 +6,32 @@
 -- ---------------------------------------------------------------- inspect
 
 -- name: list_jobs
--- Jobs, newest first, optionally only of one queue, status and handler (NULL: any).
+-- Jobs of any status, newest first, optionally only of one queue and handler (NULL: any): a walk of
+-- the primary key from its end (with a filter, it reads on until enough rows match).
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
        enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
   FROM mysqlq_jobs
  WHERE (%(queue)s IS NULL OR queue = %(queue)s)
-   AND (%(status)s IS NULL OR status = %(status)s)
+   AND (%(handler)s IS NULL OR handler = %(handler)s)
+ ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_in_state
+-- Jobs of one status other than running in one queue, newest first (finished last, then id): a
+-- walk of the range (status, queue) of mysqlq_jobs_state from its end, however long the history.
+SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
+       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s
+   AND (%(handler)s IS NULL OR handler = %(handler)s)
+ ORDER BY finished_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: list_running_jobs
+-- Running jobs, newest first, optionally of one queue and handler: the running rows only.
+SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
+       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NOT NULL
+   AND (%(queue)s IS NULL OR queue = %(queue)s)
    AND (%(handler)s IS NULL OR handler = %(handler)s)
  ORDER BY id DESC LIMIT %(limit)s;
 
@@ -31,21 +51,23 @@ SELECT id, status, queue FROM mysqlq_jobs WHERE id IN ({ids}) FOR UPDATE;
 -- name: retry_jobs
 -- Dead jobs go back to ready with a fresh set of attempts; last_error is kept for the record.
 UPDATE mysqlq_jobs
-   SET status = 'ready', attempts = 0, run_at = NOW(6), finished_at = NULL, started_at = NULL,
+   SET status = 'ready', ready_queue = queue, attempts = 0, run_at = NOW(6), finished_at = NULL, started_at = NULL,
        batch_id = NULL, lease_until = NULL
  WHERE status = 'dead' AND id IN ({ids});
 
 -- name: dead_jobs
--- The next dead jobs, optionally of one queue (a plain read: retry_jobs re-checks the status).
-SELECT id, queue FROM mysqlq_jobs
- WHERE status = 'dead' AND (%(queue)s IS NULL OR queue = %(queue)s)
- ORDER BY id LIMIT %(limit)s;
+-- The next dead jobs, optionally of one queue (a plain read: retry_jobs re-checks the status), in the
+-- order of mysqlq_jobs_state: the dead rows only, and no sort.
+SELECT id, queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NULL AND status = 'dead' AND (%(queue)s IS NULL OR queue = %(queue)s)
+ ORDER BY queue, finished_at, id LIMIT %(limit)s;
 
 -- name: cancel_jobs
 -- Ready, scheduled or blocked (waiting for a concurrency slot) jobs end cancelled (and are deleted
 -- with done jobs by retention); an 'active' dedupe key is freed.
 UPDATE mysqlq_jobs
-   SET status = 'cancelled', finished_at = NOW(6), batch_id = NULL, lease_until = NULL,
+   SET status = 'cancelled', ready_queue = NULL, scheduled_at = NULL, finished_at = NOW(6),
+       batch_id = NULL, lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE status IN ('ready', 'scheduled', 'blocked') AND id IN ({ids});
 
@@ -54,8 +76,12 @@ UPDATE mysqlq_jobs
 SELECT paused FROM mysqlq_queues WHERE name = %(name)s;
 
 -- name: queue_has_jobs
--- Whether any job names a queue (the claim index's first column).
-SELECT EXISTS (SELECT 1 FROM mysqlq_jobs WHERE queue = %(name)s);
+-- Whether any job names a queue: one dive per status into mysqlq_jobs_state, and the running rows.
+SELECT EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+                WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'done', 'dead', 'cancelled')
+                  AND queue = %(name)s)
+    OR EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+                WHERE running_batch IS NOT NULL AND queue = %(name)s);
 
 -- name: set_paused
 -- Pause or resume a queue; workers read it at their next poll.
@@ -69,11 +95,12 @@ ON DUPLICATE KEY UPDATE paused = %(paused)s;
 SELECT name FROM mysqlq_queues WHERE paused ORDER BY name;
 
 -- name: throughput
--- Per queue, the jobs that ended done or dead in the last window: a range of mysqlq_jobs_finished,
--- so it reads the jobs of the window, never the older history.
+-- Per queue, the jobs that ended done or dead in the last window: for each listed queue, the end of
+-- its (done, queue) and (dead, queue) ranges of mysqlq_jobs_state, never the older history.
 SELECT queue, SUM(status = 'done'), SUM(status = 'dead')
-  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_finished)
- WHERE finished_at >= NOW(6) - INTERVAL %(window_us)s MICROSECOND
+  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NULL AND status IN ('done', 'dead') AND queue IN ({ids})
+   AND finished_at >= NOW(6) - INTERVAL %s MICROSECOND
  GROUP BY queue;
 
 -- ---------------------------------------------------------------- retention
@@ -83,21 +110,19 @@ SELECT queue, SUM(status = 'done'), SUM(status = 'dead')
 SELECT NOW(6) - INTERVAL %(age_us)s MICROSECOND;
 
 -- name: expired_jobs
--- The next jobs of one status that finished before the cutoff, walking (status, run_at, id) on from
--- the last position: run_at <= finished_at for every ended job, so the range holds them all, and
--- each batch reads on where the last one stopped (rows it kept are never read twice).
+-- The next jobs of one status and queue that finished before the cutoff, walking the range
+-- (status, queue, finished_at, id) of mysqlq_jobs_state on from the last position: each batch
+-- reads on where the last one stopped, and stops at the cutoff (rows kept are never read).
 -- A plain read: delete_jobs re-checks each row.
-SELECT id, run_at FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_status_run_at)
- WHERE status = %(status)s AND run_at < %(cutoff)s
-   AND (run_at > %(after_run_at)s OR (run_at = %(after_run_at)s AND id > %(after_id)s))
-   AND finished_at < %(cutoff)s AND (%(queue)s IS NULL OR queue = %(queue)s)
- ORDER BY run_at, id LIMIT %(limit)s;
+SELECT id, finished_at FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s
+   AND (finished_at > %(after_finished_at)s OR (finished_at = %(after_finished_at)s AND id > %(after_id)s))
+ ORDER BY queue, finished_at, id LIMIT %(limit)s;
 
 -- name: count_expired
--- How many jobs of one status finished before the cutoff (for purge's progress bar).
-SELECT COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_status_run_at)
- WHERE status = %(status)s AND run_at < %(cutoff)s
-   AND finished_at < %(cutoff)s AND (%(queue)s IS NULL OR queue = %(queue)s);
+-- How many jobs of one status and queue finished before the cutoff (for purge's progress bar).
+SELECT COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s;
 
 -- name: delete_jobs
 -- Delete listed jobs by primary key, only if they still have that status and ended before the cutoff.

@@ -51,6 +51,10 @@ UPDATE mysqlq_migration_lock SET holder = %(holder)s, lease_until = NOW(6) + INT
 -- Give the migration lock back.
 UPDATE mysqlq_migration_lock SET holder = NULL, lease_until = NOW(6) WHERE name = 'migrate' AND holder = %(holder)s;
 
+-- name: job_id_range
+-- The smallest and largest job id (a migration's backfill walks this range in short steps).
+SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), 0) FROM mysqlq_jobs;
+
 -- name: record_version
 -- Remember that a migration was applied.
 INSERT INTO mysqlq_schema_version (version, applied_at) VALUES (%(version)s, NOW(6));
@@ -110,96 +114,109 @@ ON DUPLICATE KEY UPDATE id = id;
 -- followers watch the leader at no extra cost, the microseconds left on the reaper's lease and
 -- whether the leader's wake-up lock is free (its holder's connection died).
 SELECT
-  (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
-    WHERE queue IN ({ids}) AND status = 'ready' LIMIT 1) AS has_ready,
-  (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(run_at)) FROM mysqlq_jobs WHERE status = 'scheduled') AS next_due_us,
+  (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready) WHERE ready_queue IN ({ids}) LIMIT 1) AS has_ready,
+  (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(scheduled_at)) FROM mysqlq_jobs) AS next_due_us,
   (SELECT GROUP_CONCAT(name SEPARATOR '\n') FROM mysqlq_queues WHERE paused AND name IN ({ids})) AS paused,
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) FROM mysqlq_leaders WHERE role = 'reaper')
     AS leader_remaining_us,
   IS_USED_LOCK(%s) IS NULL AS beacon_free;
 
 -- name: promote_due
--- Make scheduled jobs (delayed or waiting to retry) whose time has come ready.
-UPDATE mysqlq_jobs SET status = 'ready'
- WHERE status = 'scheduled' AND run_at <= NOW(6)
- ORDER BY run_at LIMIT %(limit)s;
+-- Make scheduled jobs (delayed or waiting to retry) whose time has come ready: the first rows of
+-- mysqlq_jobs_scheduled (only scheduled jobs have a scheduled_at).
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_scheduled)
+   SET status = 'ready', ready_queue = queue, scheduled_at = NULL
+ WHERE scheduled_at <= NOW(6)
+ ORDER BY scheduled_at LIMIT %(limit)s;
 
 -- name: claim_batch
 -- Claim (seed 001, method 4): mark up to N ready jobs of a queue as ours under a fresh batch_id.
--- The index is forced (with few rows the optimizer may pick (status, run_at) plus a filesort
--- over every ready row), and ORDER BY names its equality columns too, which keeps the plan an
--- ordered index walk even on a session whose collation differs from the table's.
-UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
-   SET status = 'running', batch_id = %(batch_id)s, worker_id = %(worker_id)s, worker = %(worker)s,
+-- It walks mysqlq_jobs_ready, which holds a queue name only for ready rows, and moves each row
+-- it takes out of it (ready_queue NULL) and into mysqlq_jobs_state under its batch: two index
+-- entries per job. The index is forced (with few rows the optimizer may prefer another plan and a
+-- filesort), and ORDER BY names the equality column too (in the index's direction), which keeps
+-- the plan an ordered index walk even on a session whose collation differs from the table's.
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)
+   SET status = 'running', ready_queue = NULL, running_batch = %(batch_id)s, batch_id = %(batch_id)s,
+       worker_id = %(worker_id)s, worker = %(worker)s,
        attempts = attempts + 1, started_at = NOW(6), finished_at = NULL,
        lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
- WHERE queue = %(queue)s AND status = 'ready'
- ORDER BY queue, status, priority, id LIMIT %(limit)s;
+ WHERE ready_queue = %(queue)s
+ ORDER BY ready_queue DESC, priority, id LIMIT %(limit)s;
 
 -- name: lock_ready_skip_locked
 -- Claim, SKIP LOCKED variant, step 1 (in a transaction): lock the next ready jobs nobody else holds.
-SELECT id FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_claim)
- WHERE queue = %(queue)s AND status = 'ready'
- ORDER BY queue, status, priority, id LIMIT %(limit)s
+SELECT id FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)
+ WHERE ready_queue = %(queue)s
+ ORDER BY ready_queue DESC, priority, id LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED;
 
 -- name: claim_ids
 -- Claim, SKIP LOCKED variant, step 2: mark the locked jobs as ours under a fresh batch_id.
 UPDATE mysqlq_jobs
-   SET status = 'running', batch_id = %s, worker_id = %s, worker = %s,
+   SET status = 'running', ready_queue = NULL, running_batch = %s, batch_id = %s, worker_id = %s, worker = %s,
        attempts = attempts + 1, started_at = NOW(6), finished_at = NULL,
        lease_until = NOW(6) + INTERVAL %s MICROSECOND
  WHERE status = 'ready' AND id IN ({ids});
 
 -- name: fetch_batch
--- Read a claimed batch back by its claim token.
+-- Read a claimed batch back by its claim token (the jobs of the batch still running).
 SELECT id, queue, handler, payload, attempts, max_attempts, time_limit,
        TIMESTAMPDIFF(MICROSECOND, enqueued_at, NOW(6)) AS age_us, concurrency_key
-  FROM mysqlq_jobs WHERE batch_id = %(batch_id)s
+  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) WHERE running_batch = %(batch_id)s
  ORDER BY priority, id;
 
--- ---------------------------------------------------------------- outcomes (all fenced by batch_id)
+-- name: batch_done_ids
+-- Which of these jobs this batch completed (by primary key): after a completion that changed
+-- fewer rows than it named, the others were taken over.
+SELECT id FROM mysqlq_jobs WHERE id IN ({ids}) AND batch_id = %s AND status = 'done';
+
+-- ---------------------------------------------------------------- outcomes (all fenced by running_batch)
 
 -- name: complete_jobs
--- Record that jobs of a batch finished; jobs whose claim was taken over are not touched.
+-- Record that jobs of a batch finished; jobs whose claim was taken over are not touched
+-- (running_batch is the claim token while a job runs, NULL once it is anything else).
+-- A job's entry in mysqlq_jobs_state moves once, from its batch to (done, queue, finished_at).
 -- This and every statement that ends a job frees a dedupe key of scope 'active'; a job without a
 -- key keeps NULL, so no index entry changes and the statement costs what it did.
-UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL,
+UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE batch_id = %s AND status = 'running' AND id IN ({ids});
+ WHERE running_batch = %s AND id IN ({ids});
 
 -- name: complete_batch
 -- Record that the rest of a batch finished (its failures and releases were written before).
-UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL,
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+   SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE batch_id = %(batch_id)s AND status = 'running';
+ WHERE running_batch = %(batch_id)s;
 
 -- name: complete_job
 -- Record one finished job (transactional handlers: in the handler's transaction).
-UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6), lease_until = NULL,
+UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE id = %(id)s AND batch_id = %(batch_id)s AND status = 'running';
+ WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
 -- name: retry_job
 -- A failed job with attempts left waits for its backoff as a scheduled job.
 UPDATE mysqlq_jobs
    SET status = 'scheduled', run_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
-       batch_id = NULL, lease_until = NULL, last_error = %(error)s
- WHERE id = %(id)s AND batch_id = %(batch_id)s AND status = 'running';
+       scheduled_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
+       running_batch = NULL, batch_id = NULL, lease_until = NULL, last_error = %(error)s
+ WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
 -- name: bury_job
 -- A job out of attempts (or that can never succeed) ends dead, its error kept.
 UPDATE mysqlq_jobs
-   SET status = 'dead', finished_at = NOW(6), lease_until = NULL, last_error = %(error)s,
+   SET status = 'dead', running_batch = NULL, finished_at = NOW(6), lease_until = NULL, last_error = %(error)s,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE id = %(id)s AND batch_id = %(batch_id)s AND status = 'running';
+ WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
 -- name: release_jobs
 -- Give claimed jobs that never started back to the queue, refunding the attempt the claim took.
 UPDATE mysqlq_jobs
-   SET status = 'ready', batch_id = NULL, lease_until = NULL, started_at = NULL,
-       attempts = GREATEST(attempts, 1) - 1
- WHERE batch_id = %s AND status = 'running' AND id IN ({ids});
+   SET status = 'ready', ready_queue = queue, running_batch = NULL, batch_id = NULL, lease_until = NULL,
+       started_at = NULL, attempts = GREATEST(attempts, 1) - 1
+ WHERE running_batch = %s AND id IN ({ids});
 
 -- ---------------------------------------------------------------- workers, leases, reaper
 
@@ -218,8 +235,8 @@ UPDATE mysqlq_workers SET heartbeat_at = NOW(6), connection_id = CONNECTION_ID()
 
 -- name: extend_lease
 -- A live worker keeps the claim on the batch it is working through.
-UPDATE mysqlq_jobs SET lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
- WHERE batch_id = %(batch_id)s AND status = 'running';
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) SET lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
+ WHERE running_batch = %(batch_id)s;
 
 -- name: unregister_worker
 -- A worker that stops cleanly leaves the registry.
@@ -254,17 +271,19 @@ SELECT id, name FROM mysqlq_workers WHERE id IN ({ids});
 
 -- name: reap_jobs
 -- Running jobs of dead workers (and, with the flag, with an expired lease or no worker row) go back
--- to ready; those that used up their attempts this way (poison jobs) end dead. Fenced by leadership:
+-- to ready; those that used up their attempts this way (poison jobs) end dead. It reads the running
+-- rows only (running_batch is set on them alone), however long the history. Fenced by leadership:
 -- only the reaper leader of the given epoch changes anything (a NULL epoch: a worker releasing its
 -- own previous lives, which needs no leadership).
-UPDATE mysqlq_jobs j LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
+UPDATE mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state) LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
    SET j.status = IF(j.attempts >= j.max_attempts, 'dead', 'ready'),
+       j.ready_queue = IF(j.attempts >= j.max_attempts, NULL, j.queue),
        j.finished_at = IF(j.attempts >= j.max_attempts, NOW(6), NULL),
        j.last_error = CONCAT('worker ', COALESCE(j.worker, '?'), ' was lost while running attempt ',
                              j.attempts, ' of ', j.max_attempts),
        j.dedupe_key = IF(j.attempts >= j.max_attempts AND j.dedupe_scope = 'active', NULL, j.dedupe_key),
-       j.batch_id = NULL, j.lease_until = NULL
- WHERE j.status = 'running'
+       j.running_batch = NULL, j.batch_id = NULL, j.lease_until = NULL
+ WHERE j.running_batch IS NOT NULL
    AND (j.worker_id IN ({ids}) OR (%s AND (j.lease_until < NOW(6) OR w.id IS NULL)))
    AND (%s IS NULL OR EXISTS (SELECT 1 FROM mysqlq_leaders l
                                WHERE l.role = 'reaper' AND l.worker_id = %s AND l.epoch = %s));
@@ -282,7 +301,8 @@ SELECT w.id, w.name, w.host, w.pid, w.connection_id, w.node, w.queues,
        TIMESTAMPDIFF(MICROSECOND, w.started_at, NOW(6)) AS age_us,
        TIMESTAMPDIFF(MICROSECOND, w.heartbeat_at, NOW(6)) AS heartbeat_age_us,
        w.heartbeat_interval_us, w.lease_us,
-       (SELECT COUNT(*) FROM mysqlq_jobs j WHERE j.status = 'running' AND j.worker_id = w.id) AS running,
+       (SELECT COUNT(*) FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state)
+         WHERE j.running_batch IS NOT NULL AND j.worker_id = w.id) AS running,
        EXISTS (SELECT 1 FROM mysqlq_leaders l
                 WHERE l.role = 'reaper' AND l.worker_id = w.id AND l.lease_until > NOW(6)) AS leader
   FROM mysqlq_workers w ORDER BY w.name, w.id;
@@ -323,12 +343,42 @@ UPDATE mysqlq_leaders SET lease_until = NOW(6) - INTERVAL 1 SECOND, worker_id = 
 SELECT LAST_INSERT_ID();
 
 -- ---------------------------------------------------------------- stats
+-- Live jobs are counted exactly (they are few: what workers have not finished yet); history is
+-- counted up to a cap, so that no count reads more than a bounded part of it.
 
--- name: count_by_queue_status
--- Jobs per queue and status.
-SELECT queue, status, COUNT(*) FROM mysqlq_jobs GROUP BY queue, status;
+-- name: count_waiting
+-- Ready, scheduled and blocked jobs per queue: their ranges of mysqlq_jobs_state, read on the
+-- index alone.
+SELECT queue, status, COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'blocked')
+ GROUP BY queue, status;
+
+-- name: count_running
+-- Running jobs per queue: the running rows of mysqlq_jobs_state (running_batch is set on them alone).
+SELECT queue, COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NOT NULL
+ GROUP BY queue;
+
+-- name: count_capped
+-- Jobs of one finished status in one queue, counting no further than the cap (a cap + 1 result
+-- means "at least the cap"): one range of mysqlq_jobs_state, cut short.
+SELECT COUNT(*) FROM (
+  SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+   WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s
+   LIMIT %(cap)s
+) AS capped;
+
+-- name: next_queue
+-- The first queue after a name that has jobs of a status (not running): one index dive, so that
+-- the queues of a status are listed in as many dives as there are queues.
+SELECT MIN(queue) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NULL AND status = %(status)s AND queue > %(after)s;
+
+-- name: running_queues
+-- Queues with running jobs (the running rows of mysqlq_jobs_state).
+SELECT DISTINCT queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) WHERE running_batch IS NOT NULL;
 
 -- name: oldest_ready_age
--- Per queue, how long the oldest ready job has been waiting (microseconds).
-SELECT queue, TIMESTAMPDIFF(MICROSECOND, MIN(run_at), NOW(6)) FROM mysqlq_jobs
- WHERE status = 'ready' GROUP BY queue;
+-- Per queue, how long the oldest ready job has been waiting (microseconds): the ready rows only.
+SELECT ready_queue, TIMESTAMPDIFF(MICROSECOND, MIN(run_at), NOW(6)) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)
+ WHERE ready_queue IS NOT NULL GROUP BY ready_queue;

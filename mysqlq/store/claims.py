@@ -53,7 +53,8 @@ def claim_skip_locked(
         ids = [row[0] for row in cur.fetchall()]
         claimed = 0
         if ids:
-            claimed = execute_in(cur, "claim_ids", ids, before=(batch_id, worker_id, worker, round(lease * 1e6)))
+            params = (batch_id, batch_id, worker_id, worker, round(lease * 1e6))
+            claimed = execute_in(cur, "claim_ids", ids, before=params)
         conn.commit()
     except BaseException:
         conn.rollback()
@@ -71,6 +72,14 @@ def fetch_batch(cur: Cursor, batch_id: int) -> list[ClaimedJob]:
                    max_attempts=row[5], time_limit=row[6], age=row[7] / 1e6, concurrency_key=row[8])
         for row in cur.fetchall()
     ]
+
+
+def completed_ids(cur: Cursor, batch_id: int, ids: Sequence[int]) -> set[int]:
+    """Which of ``ids`` this batch completed (the others were taken over before the completion)."""
+    if not ids:
+        return set()
+    execute_in(cur, "batch_done_ids", ids, batch_id)
+    return {int(row[0]) for row in cur.fetchall()}
 
 
 def complete(cur: Cursor, batch_id: int, ids: Sequence[int]) -> int:

@@ -11,8 +11,10 @@ from ..db import Cursor
 from . import execute, execute_in
 from . import limits as limits_store
 
-# The smallest run_at there is: where a walk of (status, run_at) starts.
+# The smallest finished_at there is: where a walk of a (status, queue) range starts.
 START = dt.datetime(1000, 1, 1)
+# Statuses whose rows are found by (status, queue) in mysqlq_jobs_state: all but running.
+NOT_RUNNING = ("ready", "scheduled", "blocked", "done", "dead", "cancelled")
 
 
 def _rows(cur: Cursor) -> list[dict[str, Any]]:
@@ -22,8 +24,66 @@ def _rows(cur: Cursor) -> list[dict[str, Any]]:
 
 def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None,
               limit: int) -> list[dict[str, Any]]:
-    execute(cur, "list_jobs", {"queue": queue, "status": status, "handler": handler, "limit": limit})
-    return _rows(cur)
+    """Jobs newest first. Of one status, on mysqlq_jobs_state: running jobs from their own range, the
+    others queue by queue (each queue's newest, merged), so a status reads no more than
+    ``limit`` rows per queue however long the history is."""
+    params = {"queue": queue, "handler": handler, "limit": limit}
+    if status is None:
+        execute(cur, "list_jobs", params)
+        return _rows(cur)
+    if status == "running":
+        execute(cur, "list_running_jobs", params)
+        return _rows(cur)
+    found: list[dict[str, Any]] = []
+    for name in [queue] if queue is not None else queues_with(cur, status):
+        execute(cur, "list_jobs_in_state", {**params, "queue": name, "status": status})
+        found += _rows(cur)
+    found.sort(key=lambda row: (row["finished_at"] or START, row["id"]), reverse=True)
+    return found[:limit]
+
+
+def queues_with(cur: Cursor, status: str) -> list[str]:
+    """Queues that have jobs of ``status`` (not running), sorted: one index dive per queue."""
+    names: list[str] = []
+    while True:
+        execute(cur, "next_queue", {"status": status, "after": names[-1] if names else ""})
+        row = cur.fetchone()
+        if row is None or row[0] is None:
+            return names
+        names.append(str(row[0]))
+
+
+def running_queues(cur: Cursor) -> list[str]:
+    execute(cur, "running_queues")
+    return sorted(str(row[0]) for row in cur.fetchall())
+
+
+def all_queues(cur: Cursor) -> list[str]:
+    """Every queue that has jobs, sorted: a few index dives per queue and the running rows."""
+    names = set(running_queues(cur))
+    for status in NOT_RUNNING:
+        names.update(queues_with(cur, status))
+    return sorted(names)
+
+
+def count_live(cur: Cursor) -> dict[tuple[str, str], int]:
+    """(queue, status) → jobs, exactly, for ready, scheduled, blocked and running jobs (absent: 0)."""
+    execute(cur, "count_waiting")
+    counts = {(str(queue), str(status)): int(count) for queue, status, count in cur.fetchall()}
+    execute(cur, "count_running")
+    counts.update({(str(queue), "running"): int(count) for queue, count in cur.fetchall()})
+    return counts
+
+
+def count_capped(cur: Cursor, status: str, cap: int) -> dict[str, int]:
+    """Queue → jobs of ``status`` (not running), counted exactly up to ``cap``; ``cap + 1`` means
+    more than ``cap``. Reads at most cap + 1 index entries per queue."""
+    counts = {}
+    for queue in queues_with(cur, status):
+        execute(cur, "count_capped", {"status": status, "queue": queue, "cap": cap + 1})
+        row = cur.fetchone()
+        counts[queue] = int(row[0]) if row else 0
+    return counts
 
 
 def get_job(cur: Cursor, job_id: int) -> dict[str, Any] | None:
@@ -95,7 +155,10 @@ def paused_queues(cur: Cursor) -> list[str]:
 
 def throughput(cur: Cursor, window: float) -> dict[str, tuple[int, int]]:
     """Per queue: (done, dead) jobs that ended in the last ``window`` seconds."""
-    execute(cur, "throughput", {"window_us": round(window * 1e6)})
+    queues = sorted(set(queues_with(cur, "done")) | set(queues_with(cur, "dead")))
+    if not queues:
+        return {}
+    execute_in(cur, "throughput", queues, round(window * 1e6))
     return {str(row[0]): (int(row[1] or 0), int(row[2] or 0)) for row in cur.fetchall()}
 
 
@@ -108,36 +171,61 @@ def cutoff(cur: Cursor, age: float) -> dt.datetime:
 
 
 def count_expired(cur: Cursor, status: str, before: dt.datetime, queue: str | None = None) -> int:
-    execute(cur, "count_expired", {"status": status, "cutoff": before, "queue": queue})
-    row = cur.fetchone()
-    return int(row[0]) if row else 0
+    total = 0
+    for name in [queue] if queue is not None else queues_with(cur, status):
+        execute(cur, "count_expired", {"status": status, "cutoff": before, "queue": name})
+        row = cur.fetchone()
+        total += int(row[0]) if row else 0
+    return total
 
 
 @dataclass
 class Walk:
-    """Where a retention walk of one status stands: the last (run_at, id) it went past."""
+    """Where a retention walk of one status stands: the queue it is in (``queue``: only that one),
+    and the last (finished_at, id) it went past there."""
 
     status: str
     before: dt.datetime
     queue: str | None = None
-    after_run_at: dt.datetime = START
+    current: str | None = None
+    after_finished_at: dt.datetime = START
     after_id: int = 0
     done: bool = False
 
+    def next_queue(self, cur: Cursor) -> bool:
+        """Move on to the next queue that has jobs of this status; False when there is none."""
+        if self.queue is not None:
+            found: str | None = self.queue if self.current is None else None
+        else:
+            execute(cur, "next_queue", {"status": self.status, "after": self.current or ""})
+            row = cur.fetchone()
+            found = None if row is None or row[0] is None else str(row[0])
+        if found is None:
+            self.done = True
+            return False
+        self.current, self.after_finished_at, self.after_id = found, START, 0
+        return True
+
 
 def delete_expired(cur: Cursor, walk: Walk, limit: int) -> int:
-    """Delete the next ``limit`` expired jobs of the walk: one plain read on (status, run_at), then one
-    short autocommit DELETE by primary key. Returns how many were deleted; sets ``walk.done`` at the end."""
-    params = {"status": walk.status, "cutoff": walk.before, "queue": walk.queue, "limit": limit,
-              "after_run_at": walk.after_run_at, "after_id": walk.after_id}
-    execute(cur, "expired_jobs", params)
-    rows = cur.fetchall()
-    if len(rows) < limit:
-        walk.done = True
-    if not rows:
+    """Delete the next ``limit`` expired jobs of the walk: one plain read of a (status, queue) range
+    of mysqlq_jobs_state, then one short autocommit DELETE by primary key. Returns how many were
+    deleted; sets ``walk.done`` at the end."""
+    if walk.current is None and not walk.next_queue(cur):
         return 0
-    walk.after_id, walk.after_run_at = int(rows[-1][0]), rows[-1][1]
-    return execute_in(cur, "delete_jobs", [int(row[0]) for row in rows], walk.status, walk.before)
+    while True:
+        params = {"status": walk.status, "cutoff": walk.before, "queue": walk.current, "limit": limit,
+                  "after_finished_at": walk.after_finished_at, "after_id": walk.after_id}
+        execute(cur, "expired_jobs", params)
+        rows = cur.fetchall()
+        if len(rows) < limit:
+            walk.next_queue(cur)  # this queue is through: on to the next (done when none is left)
+        else:
+            walk.after_id, walk.after_finished_at = int(rows[-1][0]), rows[-1][1]
+        if rows:
+            return execute_in(cur, "delete_jobs", [int(row[0]) for row in rows], walk.status, walk.before)
+        if walk.done:
+            return 0
 
 
 def claim_turn(cur: Cursor, task: str, interval: float) -> bool:

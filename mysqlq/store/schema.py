@@ -6,6 +6,7 @@ import hashlib
 import re
 import secrets
 import time
+from collections.abc import Callable
 
 import MySQLdb
 
@@ -17,6 +18,10 @@ from . import execute
 NO_SUCH_TABLE = 1146
 MIGRATION_LEASE = 300.0  # seconds a migration holds its lock without progress before others may take it
 MIGRATION_WAIT = 600.0  # seconds a second `mysqlq migrate` waits for the first
+# A migration statement under this line runs over mysqlq_jobs in primary-key ranges [low, high) of
+# BACKFILL_STEP ids, each its own short autocommit statement, so that no lock is held for long.
+IN_ID_RANGES = "-- mysqlq: in primary-key ranges"
+BACKFILL_STEP = 5000
 # Database names --create-database accepts: what needs no quoting, plus "-" (it is backquoted anyway).
 DATABASE_NAME = re.compile(r"[A-Za-z0-9_$-]{1,64}")
 
@@ -83,13 +88,31 @@ def migrate(cur: Cursor, database: str, wait: float = MIGRATION_WAIT) -> list[in
             if version <= current:
                 continue
             for statement in statements:
-                cur.execute(statement)
+                if statement.startswith(IN_ID_RANGES):
+                    _in_id_ranges(cur, statement, lambda: _extend_lock(cur, holder))
+                else:
+                    cur.execute(statement)
                 _extend_lock(cur, holder)
             execute(cur, "record_version", {"version": version})
             applied.append(version)
         return applied
     finally:
         execute(cur, "release_migration_lock", {"holder": holder})
+
+
+def _in_id_ranges(cur: Cursor, statement: str, progress: Callable[[], object]) -> int:
+    """Run ``statement`` (with %(low)s and %(high)s) over every job id, BACKFILL_STEP ids at a time;
+    returns the rows it changed. Rows inserted meanwhile need no backfill: the step before it gave
+    new rows their values."""
+    execute(cur, "job_id_range")
+    row = cur.fetchone()
+    low, last = (int(row[0]), int(row[1])) if row else (0, 0)
+    changed = 0
+    while low <= last:
+        changed += int(cur.execute(statement, {"low": low, "high": low + BACKFILL_STEP}))
+        low += BACKFILL_STEP
+        progress()
+    return changed
 
 
 def _take_lock(cur: Cursor, holder: str, wait: float) -> None:

@@ -8,25 +8,35 @@ from typing import Any
 
 from ..db import Cursor
 from . import execute, execute_in
+from . import ops as ops_store
 
 LIVE_STATUSES = ("ready", "scheduled", "running", "dead")
+FINISHED = ("done", "dead", "cancelled")
+DEAD_CAP = 10_000  # dead jobs are counted exactly up to this many per queue, then shown as "10000+"
 
 
 def queue_names(cur: Cursor) -> list[str]:
     """Queues that have jobs or a paused/resumed setting, sorted."""
-    execute(cur, "web_queue_names")
-    names = {str(row[0]) for row in cur.fetchall()}
+    names = set(ops_store.all_queues(cur))
     execute(cur, "web_known_queues")
     names.update(str(row[0]) for row in cur.fetchall())
     return sorted(names)
 
 
 def live_counts(cur: Cursor, queues: Sequence[str]) -> dict[tuple[str, str], int]:
-    """(queue, status) → jobs, for the statuses of LIVE_STATUSES (absent: 0)."""
-    if not queues:
-        return {}
-    execute_in(cur, "web_live_counts", queues)
-    return {(str(queue), str(status)): int(count) for queue, status, count in cur.fetchall()}
+    """(queue, status) → jobs, for the statuses of LIVE_STATUSES (absent: 0); ready, scheduled and
+    running exactly, dead up to DEAD_CAP (DEAD_CAP + 1: more)."""
+    wanted = set(queues)
+    counts = {key: count for key, count in ops_store.count_live(cur).items() if key[0] in wanted}
+    for queue, count in ops_store.count_capped(cur, "dead", DEAD_CAP).items():
+        if queue in wanted:
+            counts[(queue, "dead")] = count
+    return counts
+
+
+def finished_queues(cur: Cursor) -> list[str]:
+    """Queues that have finished jobs (done, dead or cancelled)."""
+    return sorted({name for status in FINISHED for name in ops_store.queues_with(cur, status)})
 
 
 def oldest_ready_ages(cur: Cursor) -> dict[str, float]:
@@ -37,21 +47,28 @@ def oldest_ready_ages(cur: Cursor) -> dict[str, float]:
 
 def finished_between(cur: Cursor, after: dt.datetime, upto: dt.datetime) -> dict[tuple[str, str], int]:
     """(queue, status) → jobs that ended in (after, upto]."""
-    execute(cur, "web_finished_between", {"after": after, "upto": upto})
+    queues = finished_queues(cur)
+    if not queues:
+        return {}
+    execute_in(cur, "web_finished_between", queues, after, upto)
     return {(str(queue), str(status)): int(count) for queue, status, count in cur.fetchall()}
 
 
 def finished_per_minute(cur: Cursor, minutes: int) -> list[tuple[str, str, int, int]]:
     """(queue, status, minutes ago, jobs) for jobs that ended in the last ``minutes`` minutes."""
-    execute(cur, "web_finished_per_minute", {"minutes": minutes})
+    queues = finished_queues(cur)
+    if not queues:
+        return []
+    execute_in(cur, "web_finished_per_minute", queues, minutes)
     return [(str(q), str(s), int(ago), int(n)) for q, s, ago, n in cur.fetchall()]
 
 
 def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None, before: int | None,
               limit: int) -> list[dict[str, Any]]:
     """A page of jobs, newest first, with ids below ``before``."""
-    execute(cur, "web_list_jobs",
-            {"queue": queue, "status": status, "handler": handler, "before": before, "limit": limit})
+    name = {None: "web_list_jobs", "done": "web_list_jobs", "running": "web_list_running_jobs"}.get(
+        status, "web_list_jobs_in_state")
+    execute(cur, name, {"queue": queue, "status": status, "handler": handler, "before": before, "limit": limit})
     names = [d[0] for d in cur.description or ()]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 

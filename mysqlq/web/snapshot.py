@@ -26,6 +26,7 @@ class QueueView:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(web_store.LIVE_STATUSES, 0))
     oldest_ready_age: float | None = None
     paused: bool = False
+    capped: set[str] = field(default_factory=set)  # statuses counted only up to a cap (shown "N+")
 
 
 def queues(cur: Cursor) -> list[QueueView]:
@@ -33,7 +34,9 @@ def queues(cur: Cursor) -> list[QueueView]:
     names = web_store.queue_names(cur)
     views = {name: QueueView(name) for name in names}
     for (queue, status), count in web_store.live_counts(cur, names).items():
-        views[queue].counts[status] = count
+        views[queue].counts[status] = min(count, web_store.DEAD_CAP)
+        if count > web_store.DEAD_CAP:
+            views[queue].capped.add(status)
     for queue in ops_store.paused_queues(cur):
         if queue in views:
             views[queue].paused = True

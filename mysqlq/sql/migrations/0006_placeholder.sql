@@ -1,1 +1,0 @@
--- mysqlq schema version 6: reserved for another change; this file holds no statement.
