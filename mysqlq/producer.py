@@ -75,9 +75,12 @@ class Producer:
         return job_id
 
     def enqueue_many(self, jobs: Iterable[Job], progress: Callable[[int], object] | None = None) -> int:
-        """Enqueue many jobs in multi-row INSERTs, all or nothing; returns how many were new.
+        """Enqueue many jobs in multi-row INSERTs of one transaction, all or nothing; returns how many
+        were new (a job whose dedupe key is taken is skipped).
 
-        Every job is checked before anything is written; ``progress`` hears of each chunk written.
+        Jobs are checked a chunk at a time, while the server inserts the chunk before; a bad job
+        (InvalidJob names its position) rolls back every chunk already sent, so nothing is written.
+        ``progress`` hears of each chunk inserted.
         """
         try:
             batch = list(jobs)
@@ -86,21 +89,39 @@ class Producer:
         wrong = next((n for n, job in enumerate(batch) if not isinstance(job, Job)), None)
         if wrong is not None:
             raise InvalidJob(f"enqueue_many takes mysqlq.Job objects; item {wrong} is {type(batch[wrong]).__name__}")
-        rows = [job.row(self.settings) for job in batch]
-        inserted = self.db.run(lambda cur: self._insert_all(cur, rows, progress))
+        inserted = self.db.run(lambda cur: self._insert_all(cur, batch, progress))
         self.hints.notify({job.queue for job in batch})
         return inserted
 
-    def _insert_all(self, cur: Cursor, rows: list[tuple[Any, ...]], progress: Callable[[int], object] | None) -> int:
+    def _rows(self, batch: list[Job], start: int) -> list[tuple[Any, ...]]:
+        """The checked rows of one chunk of ``batch``."""
+        chunk = batch[start : start + BULK_CHUNK]
+        settings = self.settings
+        try:
+            return [job.row(settings) for job in chunk]
+        except InvalidJob:
+            for n, job in enumerate(chunk, start):
+                try:
+                    job.row(settings)
+                except InvalidJob as exc:
+                    raise InvalidJob(f"item {n}: {exc}") from None
+            raise
+
+    def _insert_all(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None) -> int:
         conn = cur.connection
         conn.begin()
         try:
-            total = 0
-            for start in range(0, len(rows), BULK_CHUNK):
-                chunk = rows[start : start + BULK_CHUNK]
-                total += store.insert_jobs(cur, chunk)
-                if progress:
-                    progress(len(chunk))
+            total, sent = 0, 0
+            with store.bulk_insert(cur) as bulk:
+                for start in range(0, len(batch), BULK_CHUNK):
+                    rows = self._rows(batch, start)  # checked while the server inserts the chunk before
+                    total += bulk.send(rows)
+                    if sent and progress:
+                        progress(sent)
+                    sent = len(rows)
+                total += bulk.wait()
+                if sent and progress:
+                    progress(sent)
             conn.commit()
         except BaseException:
             conn.rollback()

@@ -74,14 +74,13 @@ SELECT RELEASE_LOCK(%(name)s);
 -- ---------------------------------------------------------------- producer
 
 -- name: insert_job
--- Enqueue one job; when its dedupe key exists, LAST_INSERT_ID() becomes the existing job's id.
+-- Enqueue one job (the parameters of job_values, in its order); when its dedupe key exists,
+-- LAST_INSERT_ID() becomes the existing job's id.
 INSERT INTO mysqlq_jobs
   (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
    dedupe_scope)
 VALUES
-  (%(queue)s, %(handler)s, %(payload)s, %(status)s, %(priority)s,
-   COALESCE(%(run_at)s, NOW(6) + INTERVAL %(delay_us)s MICROSECOND),
-   %(max_attempts)s, %(time_limit)s, NOW(6), %(dedupe_key)s, %(dedupe_scope)s)
+  (%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s, %s)
 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 
 -- name: insert_jobs
@@ -94,7 +93,8 @@ VALUES {rows}
 ON DUPLICATE KEY UPDATE id = id;
 
 -- name: job_values
--- One row of insert_jobs.
+-- One row of insert_jobs: queue, handler, payload, status, priority, run_at (NULL: now plus the
+-- delay in microseconds), delay, max_attempts, time_limit, dedupe_key, dedupe_scope.
 (%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s, %s)
 
 -- ---------------------------------------------------------------- claim
