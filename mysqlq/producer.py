@@ -43,6 +43,7 @@ class Producer:
         self.settings = settings
         self.db = Database(settings.dsn, retry=CLI_RETRY, on_connect=self._on_connect)
         self.hints = hint.Sender(settings)
+        self.renderer = store.RowRenderer()  # its connections are all opened alike (mysqlq.db.connect)
 
     def _on_connect(self, conn: Connection) -> None:
         with conn.cursor() as cur:
@@ -70,7 +71,7 @@ class Producer:
         job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
                   dedupe_scope)
         row = job.row(self.settings)
-        job_id = self.db.run(lambda cur: store.insert_job(cur, row))
+        job_id = self.db.run(lambda cur: store.insert_job(cur, row, self.renderer))
         self.hints.notify((queue,), delay)
         return job_id
 
@@ -112,7 +113,7 @@ class Producer:
         conn.begin()
         try:
             total, sent = 0, 0
-            with store.bulk_insert(cur) as bulk:
+            with store.bulk_insert(cur, self.renderer) as bulk:
                 for start in range(0, len(batch), BULK_CHUNK):
                     rows = self._rows(batch, start)  # checked while the server inserts the chunk before
                     total += bulk.send(rows)

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from mysqlq import InvalidJob, Job
+from mysqlq import InvalidJob, Job, enqueue_on
 from mysqlq.producer import BULK_CHUNK
+from mysqlq.store.jobs import MAX_SHAPES
 
 from .conftest import QueueDB
 
@@ -46,9 +47,10 @@ def test_a_bulk_enqueue_is_one_insert_per_chunk_in_one_transaction(qdb: QueueDB)
 AWKWARD = ["%s", "%(x)s", "100%", "it's", 'say "hi"', "back\\slash", "nul\x00byte", "ünï©ødé ✓", "line\nbreak"]
 
 
-def test_bulk_rows_store_exactly_what_single_enqueues_store(qdb: QueueDB) -> None:
+def test_rendered_rows_store_exactly_what_the_drivers_binding_stores(qdb: QueueDB) -> None:
     """Every column of every job, whatever its mix of options and awkward characters, is stored the
-    same by enqueue_many as by enqueue (which the driver's own parameter binding writes)."""
+    same by enqueue and enqueue_many (rendered from cached templates) as by enqueue_on (bound by
+    the driver, on the caller's connection)."""
     run_at = datetime(2031, 5, 6, 7, 8, 9, 123456)
     options: list[dict[str, Any]] = []
     for n, text in enumerate(AWKWARD):
@@ -59,6 +61,12 @@ def test_bulk_rows_store_exactly_what_single_enqueues_store(qdb: QueueDB) -> Non
                         "run_at": run_at + timedelta(seconds=n) if n % 3 == 0 else None})
     columns = ("queue, handler, payload, status, priority, IF(run_at = enqueued_at, 'now', run_at), max_attempts, "
                "time_limit, dedupe_key, dedupe_scope")
+    conn = qdb.connect()
+    for option in options:
+        enqueue_on(conn, Job("test.record", **option))
+    conn.close()
+    bound = qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY id")
+    qdb.query("DELETE FROM mysqlq_jobs")
     with qdb.producer() as producer:
         for option in options:
             producer.enqueue("test.record", **option)
@@ -66,8 +74,8 @@ def test_bulk_rows_store_exactly_what_single_enqueues_store(qdb: QueueDB) -> Non
         qdb.query("DELETE FROM mysqlq_jobs")
         assert producer.enqueue_many([Job("test.record", **option) for option in options]) == len(options)
     bulk = qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY id")
-    assert bulk == single
-    assert [row[2] for row in bulk][1] == b'{"text":"%(x)s","n":1}'
+    assert single == bound and bulk == bound
+    assert bound[1][2] == b'{"text":"%(x)s","n":1}' and bound[1][0] == "q%(x)s"
 
 
 def test_bulk_delay_is_counted_from_the_servers_clock(qdb: QueueDB) -> None:
@@ -96,3 +104,15 @@ def test_progress_hears_of_every_chunk(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.record") for _ in range(BULK_CHUNK + 7)], progress=seen.append)
     assert seen == [BULK_CHUNK, 7]
+
+
+def test_more_distinct_job_options_than_the_renderer_keeps_are_all_stored(qdb: QueueDB) -> None:
+    priorities = [n - MAX_SHAPES for n in range(MAX_SHAPES * 2 + 10)]
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record", priority=p) for p in priorities])
+        singles = [producer.enqueue("test.record", priority=p, time_limit=p + MAX_SHAPES + 1) for p in priorities[:20]]
+    stored = [row[0] for row in qdb.query("SELECT priority FROM mysqlq_jobs ORDER BY id")]
+    assert stored == priorities + priorities[:20]
+    limits = [row[0] for row in qdb.query("SELECT time_limit FROM mysqlq_jobs WHERE id >= %s ORDER BY id",
+                                          (singles[0],))]
+    assert limits == [p + MAX_SHAPES + 1 for p in priorities[:20]]

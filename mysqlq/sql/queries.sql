@@ -74,13 +74,12 @@ SELECT RELEASE_LOCK(%(name)s);
 -- ---------------------------------------------------------------- producer
 
 -- name: insert_job
--- Enqueue one job (the parameters of job_values, in its order); when its dedupe key exists,
--- LAST_INSERT_ID() becomes the existing job's id.
+-- Enqueue one job ({rows}: one job_values row); when its dedupe key exists, LAST_INSERT_ID()
+-- becomes the existing job's id.
 INSERT INTO mysqlq_jobs
   (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
    dedupe_scope)
-VALUES
-  (%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s, %s)
+VALUES {rows}
 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 
 -- name: insert_jobs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
@@ -12,59 +12,79 @@ from ..db import Connection, Cursor
 from ..sql import query
 
 # Columns of a job row (mysqlq.jobs.Job.row) whose values repeat from job to job (queue, handler,
-# status, priority, delay, max_attempts, time_limit, dedupe_scope): a bulk insert renders the
-# row's template with their literals once per distinct combination. Job.row gives them as str,
-# int or None only, so equal values render alike (1 and True would both be 1).
-REPEATING = operator.itemgetter(0, 1, 3, 4, 6, 7, 8, 10)
+# status, priority, max_attempts, time_limit, dedupe_scope): rows are rendered from a template with
+# their literals filled in once per distinct combination. Job.row gives them as str, int or None
+# only, so equal values render alike (1 and True would both be 1).
+REPEATING = operator.itemgetter(0, 1, 3, 4, 7, 8, 10)
+MAX_SHAPES = 1000  # distinct combinations kept per renderer before it starts afresh
+
+Literal = Callable[[Any], bytes]
 
 
 @cache
 def _statement(name: str) -> bytes:
-    """A named statement as the bytes the driver sends (ASCII; encoded once, not per call)."""
+    """A job-inserting statement as the bytes the driver sends, ``{rows}`` left in (ASCII; encoded once)."""
     return query(name).encode()
 
 
-def insert_job(cur: Cursor, row: Sequence[Any]) -> int:
-    """Insert one job; returns its id (the existing job's id when its dedupe key is taken)."""
-    cur.execute(_statement("insert_job"), tuple(row))
-    return int(cur.lastrowid or cur.connection.insert_id())
+@cache
+def _single(name: str) -> bytes:
+    """``name`` with its ``{rows}`` as one job_values row of placeholders, for the driver's binding."""
+    return _statement(name).replace(b"{rows}", _statement("job_values"))
 
 
 class RowRenderer:
-    """Renders job rows as insert_jobs' VALUES list, each value escaped by the connection's own
-    ``literal`` (what ``cursor.execute`` does with parameters). The literals of the repeating
-    columns are escaped once per distinct combination, into a row template whose remaining
-    placeholders take the payload, run_at and dedupe key of each row."""
+    """Renders job rows as a statement's VALUES list, each value escaped by the connection's own
+    ``literal`` (what ``cursor.execute`` does with parameters). The literals of the repeating columns
+    are escaped once per distinct combination, into a job_values template whose remaining
+    placeholders take each row's payload, run_at, delay and dedupe key.
 
-    def __init__(self, conn: Connection) -> None:
-        self.literal = conn.literal
+    The templates hold bytes escaped for one connection character set: use a renderer only with
+    connections opened alike (mysqlq's own, by mysqlq.db.connect).
+    """
+
+    def __init__(self) -> None:
         self.template = _statement("job_values")
         self._shapes: dict[tuple[Any, ...], bytes] = {}
 
-    def _shape(self, repeating: tuple[Any, ...]) -> bytes:
+    def _shape(self, repeating: tuple[Any, ...], literal: Literal) -> bytes:
         """job_values with the repeating columns filled in (their % doubled, to survive the next %)."""
-        queue, handler, status, priority, delay_us, attempts, time_limit, scope = (
-            self.literal(value).replace(b"%", b"%%") for value in repeating)
-        return self.template % (queue, handler, b"%s", status, priority, b"%s", delay_us, attempts,
-                                time_limit, b"%s", scope)
+        queue, handler, status, priority, attempts, time_limit, scope = (
+            literal(value).replace(b"%", b"%%") for value in repeating)
+        if len(self._shapes) >= MAX_SHAPES:
+            self._shapes.clear()
+        shape = self._shapes[repeating] = self.template % (
+            queue, handler, b"%s", status, priority, b"%s", b"%s", attempts, time_limit, b"%s", scope)
+        return shape
 
-    def values(self, rows: Sequence[Sequence[Any]]) -> bytes:
-        literal, shapes = self.literal, self._shapes
+    def values(self, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
+        shapes = self._shapes
         rendered = []
         for row in rows:
             repeating = REPEATING(row)
-            shape = shapes.get(repeating)
-            if shape is None:
-                shape = shapes[repeating] = self._shape(repeating)
+            shape = shapes.get(repeating) or self._shape(repeating, literal)
             run_at, dedupe_key = row[5], row[9]
             rendered.append(shape % (literal(row[2]), b"NULL" if run_at is None else literal(run_at),
-                                     b"NULL" if dedupe_key is None else literal(dedupe_key)))
+                                     literal(row[6]), b"NULL" if dedupe_key is None else literal(dedupe_key)))
         return b",".join(rendered)
 
-    def statement(self, rows: Sequence[Sequence[Any]]) -> bytes:
-        """One insert_jobs statement for these rows."""
-        head, tail = _statement("insert_jobs").split(b"{rows}")
-        return head + self.values(rows) + tail
+    def statement(self, name: str, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
+        """The statement ``name`` (insert_job or insert_jobs) for these rows."""
+        head, tail = _statement(name).split(b"{rows}")
+        return head + self.values(rows, literal) + tail
+
+
+def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = None) -> int:
+    """Insert one job; returns its id (the existing job's id when its dedupe key is taken).
+
+    With a ``renderer`` (a producer's own connections), the row is rendered from its cached
+    template; without (a caller's connection, whatever its character set), the driver binds it.
+    """
+    if renderer is None:
+        cur.execute(_single("insert_job"), tuple(row))
+    else:
+        cur.execute(renderer.statement("insert_job", (row,), cur.connection.literal))
+    return int(cur.lastrowid or cur.connection.insert_id())
 
 
 class BulkInsert:
@@ -72,9 +92,9 @@ class BulkInsert:
     read only when the next is ready (or at the end), so the server inserts one chunk while the
     caller checks and renders the next. At most one statement is in flight."""
 
-    def __init__(self, cur: Cursor) -> None:
+    def __init__(self, cur: Cursor, renderer: RowRenderer) -> None:
         self.conn: Connection = cur.connection
-        self.render = RowRenderer(self.conn)
+        self.renderer = renderer
         self._in_flight = False
 
     def send(self, rows: Sequence[Sequence[Any]]) -> int:
@@ -82,8 +102,7 @@ class BulkInsert:
         insert added (0 for the first)."""
         added = self.wait()
         if rows:
-            statement = self.render.statement(rows)
-            self.conn.send_query(statement)
+            self.conn.send_query(self.renderer.statement("insert_jobs", rows, self.conn.literal))
             self._in_flight = True
         return added
 
@@ -98,10 +117,10 @@ class BulkInsert:
 
 
 @contextlib.contextmanager
-def bulk_insert(cur: Cursor) -> Iterator[BulkInsert]:
+def bulk_insert(cur: Cursor, renderer: RowRenderer) -> Iterator[BulkInsert]:
     """A BulkInsert whose statement in flight is always read, so that the connection can be used
     (rolled back) after an error raised while it was out."""
-    bulk = BulkInsert(cur)
+    bulk = BulkInsert(cur, renderer)
     try:
         yield bulk
     except BaseException:
