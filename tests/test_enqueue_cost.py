@@ -58,8 +58,11 @@ def test_rendered_rows_store_exactly_what_the_drivers_binding_stores(qdb: QueueD
                         .replace("\x00", " ").strip() or "q", "priority": n - 4, "max_attempts": n + 1,
                         "time_limit": n + 0.5 if n % 2 else None, "dedupe_key": f"key {text}",
                         "dedupe_scope": "active" if n % 2 else "forever",
-                        "run_at": run_at + timedelta(seconds=n) if n % 3 == 0 else None})
-    columns = ("queue, handler, payload, status, priority, IF(run_at = enqueued_at, 'now', run_at), max_attempts, "
+                        "run_at": run_at + timedelta(seconds=n) if n % 3 == 0 else None,
+                        "delay": 30 + n / 1000 if n % 3 == 1 else 0})
+    # run_at as given, or else as microseconds after enqueued_at (both from the server's clock)
+    columns = ("queue, handler, payload, status, priority, IF(run_at > '2030-01-01', run_at, NULL), "
+               "IF(run_at > '2030-01-01', NULL, TIMESTAMPDIFF(MICROSECOND, enqueued_at, run_at)), max_attempts, "
                "time_limit, dedupe_key, dedupe_scope")
     conn = qdb.connect()
     for option in options:
@@ -75,6 +78,7 @@ def test_rendered_rows_store_exactly_what_the_drivers_binding_stores(qdb: QueueD
         assert producer.enqueue_many([Job("test.record", **option) for option in options]) == len(options)
     bulk = qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY id")
     assert single == bound and bulk == bound
+    assert [row[5:7] for row in bound[:3]] == [(run_at, None), (None, 30_001_000), (None, 0)]
     assert bound[1][2] == b'{"text":"%(x)s","n":1}' and bound[1][0] == "q%(x)s"
 
 

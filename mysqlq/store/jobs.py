@@ -16,7 +16,7 @@ from ..sql import query
 # their literals filled in once per distinct combination. Job.row gives them as str, int or None
 # only, so equal values render alike (1 and True would both be 1).
 REPEATING = operator.itemgetter(0, 1, 3, 4, 7, 8, 10)
-MAX_SHAPES = 1000  # distinct combinations kept per renderer before it starts afresh
+MAX_SHAPES = 1000  # distinct combinations kept per renderer (and kind of row) before it starts afresh
 
 Literal = Callable[[Any], bytes]
 
@@ -36,36 +36,48 @@ def _single(name: str) -> bytes:
 class RowRenderer:
     """Renders job rows as a statement's VALUES list, each value escaped by the connection's own
     ``literal`` (what ``cursor.execute`` does with parameters). The literals of the repeating columns
-    are escaped once per distinct combination, into a job_values template whose remaining
-    placeholders take each row's payload, run_at, delay and dedupe key.
+    are escaped once per distinct combination, into a row template whose remaining placeholders take
+    each row's payload and dedupe key (and run_at and delay, unless the job is due at once: then the
+    template is job_values_due, which the server evaluates faster).
 
     The templates hold bytes escaped for one connection character set: use a renderer only with
     connections opened alike (mysqlq's own, by mysqlq.db.connect).
     """
 
     def __init__(self) -> None:
-        self.template = _statement("job_values")
-        self._shapes: dict[tuple[Any, ...], bytes] = {}
+        self._later: dict[tuple[Any, ...], bytes] = {}
+        self._due: dict[tuple[Any, ...], bytes] = {}
 
-    def _shape(self, repeating: tuple[Any, ...], literal: Literal) -> bytes:
-        """job_values with the repeating columns filled in (their % doubled, to survive the next %)."""
+    def _shape(self, repeating: tuple[Any, ...], literal: Literal, due: bool) -> bytes:
+        """The row template with the repeating columns filled in (their % doubled, to survive the next %)."""
         queue, handler, status, priority, attempts, time_limit, scope = (
             literal(value).replace(b"%", b"%%") for value in repeating)
-        if len(self._shapes) >= MAX_SHAPES:
-            self._shapes.clear()
-        shape = self._shapes[repeating] = self.template % (
-            queue, handler, b"%s", status, priority, b"%s", b"%s", attempts, time_limit, b"%s", scope)
+        shapes = self._due if due else self._later
+        if len(shapes) >= MAX_SHAPES:
+            shapes.clear()
+        if due:
+            shape = _statement("job_values_due") % (
+                queue, handler, b"%s", status, priority, attempts, time_limit, b"%s", scope)
+        else:
+            shape = _statement("job_values") % (
+                queue, handler, b"%s", status, priority, b"%s", b"%s", attempts, time_limit, b"%s", scope)
+        shapes[repeating] = shape
         return shape
 
     def values(self, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
-        shapes = self._shapes
+        due_shapes, later_shapes = self._due, self._later
         rendered = []
         for row in rows:
             repeating = REPEATING(row)
-            shape = shapes.get(repeating) or self._shape(repeating, literal)
-            run_at, dedupe_key = row[5], row[9]
-            rendered.append(shape % (literal(row[2]), b"NULL" if run_at is None else literal(run_at),
-                                     literal(row[6]), b"NULL" if dedupe_key is None else literal(dedupe_key)))
+            run_at, delay_us, dedupe_key = row[5], row[6], row[9]
+            dedupe = b"NULL" if dedupe_key is None else literal(dedupe_key)
+            if run_at is None and not delay_us:
+                shape = due_shapes.get(repeating) or self._shape(repeating, literal, True)
+                rendered.append(shape % (literal(row[2]), dedupe))
+            else:
+                shape = later_shapes.get(repeating) or self._shape(repeating, literal, False)
+                rendered.append(shape % (literal(row[2]), b"NULL" if run_at is None else literal(run_at),
+                                         literal(delay_us), dedupe))
         return b",".join(rendered)
 
     def statement(self, name: str, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
