@@ -11,14 +11,19 @@ from typing import Any
 from ..db import Connection, Cursor
 from ..sql import query
 
-# Columns of a job row (mysqlq.jobs.Job.row) whose values repeat from job to job (queue, handler,
-# status, priority, max_attempts, time_limit, dedupe_scope): rows are rendered from a template with
-# their literals filled in once per distinct combination. Job.row gives them as str, int or None
-# only, so equal values render alike (1 and True would both be 1).
-REPEATING = operator.itemgetter(0, 1, 3, 4, 7, 8, 10)
+# The columns of a job row (mysqlq.jobs.Job.row), in the order of job_values' placeholders.
+NAMES = ("queue", "handler", "payload", "status", "priority", "run_at", "delay_us", "max_attempts",
+         "time_limit", "dedupe_key", "dedupe_scope")
+# Those that differ from job to job. The others (queue, handler, status, priority...) repeat: a row
+# template is made with their literals filled in, once per distinct combination. Job.row gives them
+# as str, int or None only, so equal values render alike (1 and True would both be 1).
+PER_ROW = frozenset({"payload", "run_at", "delay_us", "dedupe_key"})
+# job_values_due, for jobs due at once, has NOW(6) where job_values takes these two.
+DUE_OMITS = frozenset({"run_at", "delay_us"})
 MAX_SHAPES = 1000  # distinct combinations kept per renderer (and kind of row) before it starts afresh
 
 Literal = Callable[[Any], bytes]
+_REPEATING = operator.itemgetter(*[n for n, name in enumerate(NAMES) if name not in PER_ROW])
 
 
 @cache
@@ -33,6 +38,24 @@ def _single(name: str) -> bytes:
     return _statement(name).replace(b"{rows}", _statement("job_values"))
 
 
+class _Kind:
+    """One row template (job_values or job_values_due): which columns fill its placeholders."""
+
+    def __init__(self, template: str, omitted: frozenset[str]) -> None:
+        self.template = _statement(template)
+        self.columns = [n for n, name in enumerate(NAMES) if name not in omitted]
+        self.varying = [n for n in self.columns if NAMES[n] in PER_ROW]
+        self.shapes: dict[tuple[Any, ...], bytes] = {}
+
+    def shape(self, row: Sequence[Any], repeating: tuple[Any, ...], literal: Literal) -> bytes:
+        """The template with this row's repeating columns filled in (their % doubled, to survive the next %)."""
+        if len(self.shapes) >= MAX_SHAPES:
+            self.shapes.clear()
+        filled = tuple(b"%s" if NAMES[n] in PER_ROW else literal(row[n]).replace(b"%", b"%%") for n in self.columns)
+        shape = self.shapes[repeating] = self.template % filled
+        return shape
+
+
 class RowRenderer:
     """Renders job rows as a statement's VALUES list, each value escaped by the connection's own
     ``literal`` (what ``cursor.execute`` does with parameters). The literals of the repeating columns
@@ -45,39 +68,18 @@ class RowRenderer:
     """
 
     def __init__(self) -> None:
-        self._later: dict[tuple[Any, ...], bytes] = {}
-        self._due: dict[tuple[Any, ...], bytes] = {}
-
-    def _shape(self, repeating: tuple[Any, ...], literal: Literal, due: bool) -> bytes:
-        """The row template with the repeating columns filled in (their % doubled, to survive the next %)."""
-        queue, handler, status, priority, attempts, time_limit, scope = (
-            literal(value).replace(b"%", b"%%") for value in repeating)
-        shapes = self._due if due else self._later
-        if len(shapes) >= MAX_SHAPES:
-            shapes.clear()
-        if due:
-            shape = _statement("job_values_due") % (
-                queue, handler, b"%s", status, priority, attempts, time_limit, b"%s", scope)
-        else:
-            shape = _statement("job_values") % (
-                queue, handler, b"%s", status, priority, b"%s", b"%s", attempts, time_limit, b"%s", scope)
-        shapes[repeating] = shape
-        return shape
+        self.due = _Kind("job_values_due", DUE_OMITS)
+        self.later = _Kind("job_values", frozenset())
 
     def values(self, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
-        due_shapes, later_shapes = self._due, self._later
+        due, later = self.due, self.later
+        run_at, delay_us = NAMES.index("run_at"), NAMES.index("delay_us")
         rendered = []
         for row in rows:
-            repeating = REPEATING(row)
-            run_at, delay_us, dedupe_key = row[5], row[6], row[9]
-            dedupe = b"NULL" if dedupe_key is None else literal(dedupe_key)
-            if run_at is None and not delay_us:
-                shape = due_shapes.get(repeating) or self._shape(repeating, literal, True)
-                rendered.append(shape % (literal(row[2]), dedupe))
-            else:
-                shape = later_shapes.get(repeating) or self._shape(repeating, literal, False)
-                rendered.append(shape % (literal(row[2]), b"NULL" if run_at is None else literal(run_at),
-                                         literal(delay_us), dedupe))
+            kind = due if row[run_at] is None and not row[delay_us] else later
+            repeating = _REPEATING(row)
+            shape = kind.shapes.get(repeating) or kind.shape(row, repeating, literal)
+            rendered.append(shape % tuple([b"NULL" if row[n] is None else literal(row[n]) for n in kind.varying]))
         return b",".join(rendered)
 
     def statement(self, name: str, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
