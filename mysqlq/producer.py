@@ -15,7 +15,8 @@ from .jobs import Job
 from .store import jobs as store
 from .store.schema import applied_version, latest_version
 
-BULK_CHUNK = 1000
+BULK_CHUNK = 1000  # jobs per INSERT of enqueue_many, at most
+BULK_BYTES = 4 * 1024 * 1024  # an INSERT of enqueue_many ends once its payloads reach this many bytes
 
 
 def check_schema(cur: Cursor) -> None:
@@ -94,19 +95,24 @@ class Producer:
         self.hints.notify({job.queue for job in batch})
         return inserted
 
-    def _rows(self, batch: list[Job], start: int) -> list[tuple[Any, ...]]:
-        """The checked rows of one chunk of ``batch``."""
-        chunk = batch[start : start + BULK_CHUNK]
+    def _chunks(self, batch: list[Job]) -> Iterator[list[tuple[Any, ...]]]:
+        """The checked rows of ``batch``, BULK_CHUNK jobs or BULK_BYTES of payload at a time (so that
+        one statement stays well under the server's max_allowed_packet, 16 MiB by default)."""
         settings = self.settings
-        try:
-            return [job.row(settings) for job in chunk]
-        except InvalidJob:
-            for n, job in enumerate(chunk, start):
-                try:
-                    job.row(settings)
-                except InvalidJob as exc:
-                    raise InvalidJob(f"item {n}: {exc}") from None
-            raise
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        for n, job in enumerate(batch):
+            try:
+                row = job.row(settings)
+            except InvalidJob as exc:
+                raise InvalidJob(f"item {n}: {exc}") from None
+            rows.append(row)
+            size += len(row[2])
+            if len(rows) == BULK_CHUNK or size >= BULK_BYTES:
+                yield rows
+                rows, size = [], 0
+        if rows:
+            yield rows
 
     def _insert_all(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None) -> int:
         conn = cur.connection
@@ -114,8 +120,7 @@ class Producer:
         try:
             total, sent = 0, 0
             with store.bulk_insert(cur, self.renderer) as bulk:
-                for start in range(0, len(batch), BULK_CHUNK):
-                    rows = self._rows(batch, start)  # checked while the server inserts the chunk before
+                for rows in self._chunks(batch):  # checked while the server inserts the chunk before
                     total += bulk.send(rows)
                     if sent and progress:
                         progress(sent)

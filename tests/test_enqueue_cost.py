@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mysqlq import InvalidJob, Job, enqueue_on
-from mysqlq.producer import BULK_CHUNK
+from mysqlq.producer import BULK_BYTES, BULK_CHUNK
 from mysqlq.store.jobs import MAX_SHAPES
 
 from .conftest import QueueDB
@@ -120,3 +120,15 @@ def test_more_distinct_job_options_than_the_renderer_keeps_are_all_stored(qdb: Q
     limits = [row[0] for row in qdb.query("SELECT time_limit FROM mysqlq_jobs WHERE id >= %s ORDER BY id",
                                           (singles[0],))]
     assert limits == [p + MAX_SHAPES + 1 for p in priorities[:20]]
+
+
+def test_big_payloads_in_bulk_stay_under_the_servers_packet_limit(qdb: QueueDB) -> None:
+    packet = int(qdb.scalar("SELECT @@max_allowed_packet"))
+    big = "x" * (BULK_BYTES // 8)
+    count = packet // len(big) + 8  # more payload bytes than one statement may carry
+    with qdb.producer() as producer:
+        before = session_counters(producer)
+        assert producer.enqueue_many([Job("test.record", {"big": big, "n": n}) for n in range(count)]) == count
+        after = session_counters(producer)
+    assert after["Com_insert"] - before["Com_insert"] >= count * len(big) // BULK_BYTES
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE LENGTH(payload) > %s", (len(big),)) == count
