@@ -71,8 +71,14 @@ class Job:
                 self.concurrency_key)
 
 
+# Delays up to this many seconds (about 31 years) end long before year 9999: no clock reading needed.
+PLAINLY_VALID_DELAY = 1e9
+
+
 def check_delay(delay: Any) -> None:
     """Refuse a delay that is not a number of seconds the schema's run_at can hold (NaN, inf, 1e20...)."""
+    if type(delay) in (int, float) and 0 <= delay <= PLAINLY_VALID_DELAY:
+        return
     latest = (LATEST_RUN_AT - datetime.now(UTC).replace(tzinfo=None)).total_seconds()
     if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= latest:
         raise InvalidJob(f"delay must be a number of seconds >= 0 that ends before year 9999 (at most "
@@ -90,11 +96,15 @@ def check_run_at(moment: Any) -> datetime:
     return naive
 
 
+# One encoder made once (``json.dumps`` with options builds a new one per call: it runs per job).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def encode_payload(payload: Any, limit: int) -> bytes:
     """JSON-encode a payload, refusing what JSON cannot hold (NaN and Infinity included: they are not
     JSON), what is nested too deeply to encode, and what is over the size limit."""
     try:
-        data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        data = _ENCODER.encode(payload).encode()
     except (TypeError, ValueError) as exc:
         raise InvalidJob(f"payload cannot be stored as JSON: {exc}") from None
     except RecursionError:

@@ -15,7 +15,8 @@ from .jobs import Job
 from .store import jobs as store
 from .store.schema import applied_version, latest_version
 
-BULK_CHUNK = 1000
+BULK_CHUNK = 1000  # jobs per INSERT of enqueue_many, at most
+BULK_BYTES = 4 * 1024 * 1024  # an INSERT of enqueue_many ends once its payloads reach this many bytes
 
 
 def check_schema(cur: Cursor) -> None:
@@ -43,6 +44,7 @@ class Producer:
         self.settings = settings
         self.db = Database(settings.dsn, retry=CLI_RETRY, on_connect=self._on_connect)
         self.hints = hint.Sender(settings)
+        self.renderer = store.RowRenderer()  # its connections are all opened alike (mysqlq.db.connect)
 
     def _on_connect(self, conn: Connection) -> None:
         with conn.cursor() as cur:
@@ -72,14 +74,17 @@ class Producer:
         job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
                   dedupe_scope, concurrency_key)
         row = job.row(self.settings)
-        job_id = self.db.run(lambda cur: store.insert_job(cur, row))
+        job_id = self.db.run(lambda cur: store.insert_job(cur, row, self.renderer))
         self.hints.notify((queue,), delay)
         return job_id
 
     def enqueue_many(self, jobs: Iterable[Job], progress: Callable[[int], object] | None = None) -> int:
-        """Enqueue many jobs in multi-row INSERTs, all or nothing; returns how many were new.
+        """Enqueue many jobs in multi-row INSERTs of one transaction, all or nothing; returns how many
+        were new (a job whose dedupe key is taken is skipped).
 
-        Every job is checked before anything is written; ``progress`` hears of each chunk written.
+        Jobs are checked a chunk at a time, while the server inserts the chunk before; a bad job
+        (InvalidJob names its position) rolls back every chunk already sent, so nothing is written.
+        ``progress`` hears of each chunk inserted.
         """
         try:
             batch = list(jobs)
@@ -88,21 +93,43 @@ class Producer:
         wrong = next((n for n, job in enumerate(batch) if not isinstance(job, Job)), None)
         if wrong is not None:
             raise InvalidJob(f"enqueue_many takes mysqlq.Job objects; item {wrong} is {type(batch[wrong]).__name__}")
-        rows = [job.row(self.settings) for job in batch]
-        inserted = self.db.run(lambda cur: self._insert_all(cur, rows, progress))
+        inserted = self.db.run(lambda cur: self._insert_all(cur, batch, progress))
         self.hints.notify({job.queue for job in batch})
         return inserted
 
-    def _insert_all(self, cur: Cursor, rows: list[tuple[Any, ...]], progress: Callable[[int], object] | None) -> int:
+    def _chunks(self, batch: list[Job]) -> Iterator[list[tuple[Any, ...]]]:
+        """The checked rows of ``batch``, BULK_CHUNK jobs or BULK_BYTES of payload at a time (so that
+        one statement stays well under the server's max_allowed_packet, 16 MiB by default)."""
+        settings = self.settings
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        for n, job in enumerate(batch):
+            try:
+                row = job.row(settings)
+            except InvalidJob as exc:
+                raise InvalidJob(f"item {n}: {exc}") from None
+            rows.append(row)
+            size += len(row[2])
+            if len(rows) == BULK_CHUNK or size >= BULK_BYTES:
+                yield rows
+                rows, size = [], 0
+        if rows:
+            yield rows
+
+    def _insert_all(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None) -> int:
         conn = cur.connection
         conn.begin()
         try:
-            total = 0
-            for start in range(0, len(rows), BULK_CHUNK):
-                chunk = rows[start : start + BULK_CHUNK]
-                total += store.insert_jobs(cur, chunk)
-                if progress:
-                    progress(len(chunk))
+            total, sent = 0, 0
+            with store.bulk_insert(cur, self.renderer) as bulk:
+                for rows in self._chunks(batch):  # checked while the server inserts the chunk before
+                    total += bulk.send(rows)
+                    if sent and progress:
+                        progress(sent)
+                    sent = len(rows)
+                total += bulk.wait()
+                if sent and progress:
+                    progress(sent)
             conn.commit()
         except BaseException:
             conn.rollback()

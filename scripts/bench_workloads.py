@@ -463,33 +463,60 @@ def server_cpu(bench: Bench) -> float | None:
 # ---------------------------------------------------------------------------- W4
 
 
+# The single enqueues and the bare INSERTs alternate in blocks, and each run times several bulk
+# enqueues of sizes.w4_bulk jobs alternating with as many bare multi-row fills: a burst of other
+# work on the machine then lands on both sides of a ratio, not on one.
+W4_BLOCKS = 10
+W4_BULK_PAIRS = 4
+
+
+def _timed_fill(cur: Any, payloads: list[bytes]) -> float:
+    with timer() as t:
+        bench_bare.fill(cur, payloads)
+    return t[0]
+
+
 def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
     single = Figure("W4", {"mode": "single", "n": str(sizes.w4_singles)}, spread=("jobs_s", "ratio_bare"))
-    bulk = Figure("W4", {"mode": "bulk", "n": str(sizes.w4_bulk)}, spread=("jobs_s",))
+    bulk = Figure("W4", {"mode": "bulk", "n": str(sizes.w4_bulk)}, spread=("jobs_s", "ratio_bare"))
     for run in range(bench.runs):
-        note(f"W4 run {run + 1}: {sizes.w4_singles} single enqueues vs bare INSERTs, {sizes.w4_bulk} in bulk")
+        note(f"W4 run {run + 1}: {sizes.w4_singles} single enqueues vs bare INSERTs (alternating in "
+             f"{W4_BLOCKS} blocks), {W4_BULK_PAIRS} × {sizes.w4_bulk} in bulk vs bare multi-row INSERTs (alternating)")
         dsn = bench.fresh(f"w4_r{run}")
         conn = bench.connect(dsn)
         cur = conn.cursor()
         bench_bare.create_table(cur)
         bare_payloads = [payload_bytes(i) for i in range(sizes.w4_singles)]
+        bulk_payloads = [payload_bytes(i) for i in range(sizes.w4_bulk)]
         with mysqlq.Producer(bench.settings(dsn)) as producer:
             producer.enqueue("bench.noop", payload(0))  # connect before timing
             bench_bare.insert_loop(cur, bare_payloads[:1])
-            with timer() as t:
-                for i in range(sizes.w4_singles):
-                    producer.enqueue("bench.noop", payload(i))
-            bare_s = bench_bare.insert_loop(cur, bare_payloads)
+            mysqlq_s = bare_s = 0.0
+            step = -(-sizes.w4_singles // W4_BLOCKS)
+            for block, start in enumerate(range(0, sizes.w4_singles, step)):
+                numbers = range(start, min(start + step, sizes.w4_singles))
+                if block % 2:  # every other block the bare loop goes first
+                    bare_s += bench_bare.insert_loop(cur, bare_payloads[numbers.start : numbers.stop])
+                with timer() as t:
+                    for i in numbers:
+                        producer.enqueue("bench.noop", payload(i))
+                mysqlq_s += t[0]
+                if not block % 2:
+                    bare_s += bench_bare.insert_loop(cur, bare_payloads[numbers.start : numbers.stop])
             jobs = [mysqlq.Job("bench.noop", payload(i)) for i in range(sizes.w4_bulk)]
-            with timer() as tb:
-                producer.enqueue_many(jobs)
-        bulk_payloads = [payload_bytes(i) for i in range(sizes.w4_bulk)]
-        with timer() as tbb:
-            bench_bare.fill(cur, bulk_payloads)
-        single.add(jobs_s=sizes.w4_singles / t[0], bare_jobs_s=sizes.w4_singles / bare_s,
-                   ratio_bare=bare_s / t[0])
-        bulk.add(jobs_s=sizes.w4_bulk / tb[0], bare_multirow_jobs_s=sizes.w4_bulk / tbb[0],
-                 ratio_bare=tbb[0] / tb[0])
+            bulk_s = bare_bulk_s = 0.0
+            for pair in range(W4_BULK_PAIRS):
+                if pair % 2:  # every other pair the bare INSERTs go first
+                    bare_bulk_s += _timed_fill(cur, bulk_payloads)
+                with timer() as tb:
+                    producer.enqueue_many(jobs)
+                bulk_s += tb[0]
+                if not pair % 2:
+                    bare_bulk_s += _timed_fill(cur, bulk_payloads)
+        single.add(jobs_s=sizes.w4_singles / mysqlq_s, bare_jobs_s=sizes.w4_singles / bare_s,
+                   ratio_bare=bare_s / mysqlq_s)
+        bulk.add(jobs_s=W4_BULK_PAIRS * sizes.w4_bulk / bulk_s,
+                 bare_multirow_jobs_s=W4_BULK_PAIRS * sizes.w4_bulk / bare_bulk_s, ratio_bare=bare_bulk_s / bulk_s)
         conn.close()
         bench.drop(dsn.database)
     return [emit(single), emit(bulk)]

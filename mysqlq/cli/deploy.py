@@ -255,16 +255,20 @@ def daemon_reload() -> None:
 
 
 @main.command(name="install-systemd")
-@click.option("--name", default="myjob", help="Install as NAME@.service, so that `systemctl start NAME@1` works.")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("/"),
+@click.option("--name", envvar="MYSQLQ_INSTALL_NAME", show_envvar=True, default="myjob",
+              help="Install as NAME@.service, so that `systemctl start NAME@1` works.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), envvar="MYSQLQ_INSTALL_ROOT",
+              show_envvar=True, default=Path("/"),
               help="Install below this directory instead of / (for images and packages; implies --no-reload).")
-@click.option("--executable", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The mysqlq the unit runs [default: this one].")
-@click.option("--template", type=click.Path(dir_okay=False, path_type=Path), default=TEMPLATE_DIR / TEMPLATE,
+@click.option("--executable", type=click.Path(dir_okay=False, path_type=Path), envvar="MYSQLQ_INSTALL_EXECUTABLE",
+              show_envvar=True, default=None, help="The mysqlq the unit runs [default: this one].")
+@click.option("--template", type=click.Path(dir_okay=False, path_type=Path), envvar="MYSQLQ_INSTALL_TEMPLATE",
+              show_envvar=True, default=TEMPLATE_DIR / TEMPLATE,
               help="The unit template (NAME.target is taken from beside it).")
-@click.option("--reload/--no-reload", default=True, help="Run `systemctl daemon-reload` afterwards.")
-@click.option("--web", is_flag=True, help=f"Also install {WEB_UNIT} (`mysqlq web`: metrics and dashboard) and "
-              "an example /etc/mysqlq/web.env.")
+@click.option("--reload/--no-reload", envvar="MYSQLQ_INSTALL_RELOAD", show_envvar=True, default=True,
+              help="Run `systemctl daemon-reload` afterwards.")
+@click.option("--web", is_flag=True, envvar="MYSQLQ_INSTALL_WEB", show_envvar=True,
+              help=f"Also install {WEB_UNIT} (`mysqlq web`: metrics and dashboard) and an example /etc/mysqlq/web.env.")
 def install_systemd(name: str, root: Path, executable: Path | None, template: Path, reload: bool, web: bool) -> None:
     """Install the worker template unit NAME@.service (and NAME.target, which starts and stops the
     enabled instances together); instance NAME@X runs `mysqlq worker --name X`."""

@@ -128,11 +128,14 @@ def jobs() -> None:
 
 
 @jobs.command(name="list")
-@click.option("--queue", metavar="QUEUE", help="Only jobs of this queue.")
-@click.option("--status", metavar="STATUS", help=f"Only jobs with this status ({', '.join(STATUSES)}).")
-@click.option("--handler", metavar="NAME", help="Only jobs naming this handler.")
-@click.option("--limit", metavar="N", default=str(DEFAULT_LIMIT), help="How many jobs to show at most.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--queue", metavar="QUEUE", envvar="MYSQLQ_JOBS_QUEUE", show_envvar=True, help="Only jobs of this queue.")
+@click.option("--status", metavar="STATUS", envvar="MYSQLQ_JOBS_STATUS", show_envvar=True,
+              help=f"Only jobs with this status ({', '.join(STATUSES)}).")
+@click.option("--handler", metavar="NAME", envvar="MYSQLQ_JOBS_HANDLER", show_envvar=True,
+              help="Only jobs naming this handler.")
+@click.option("--limit", metavar="N", envvar="MYSQLQ_JOBS_LIMIT", show_envvar=True, default=str(DEFAULT_LIMIT),
+              help="How many jobs to show at most.")
+@click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_JOBS_JSON", show_envvar=True, help="Print JSON.")
 @click.pass_context
 def list_command(ctx: click.Context, queue: str | None, status: str | None, handler: str | None, limit: str,
                  as_json: bool) -> None:
@@ -156,7 +159,7 @@ def list_command(ctx: click.Context, queue: str | None, status: str | None, hand
 
 @jobs.command(name="show")
 @click.argument("job_id", metavar="ID", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_JOBS_JSON", show_envvar=True, help="Print JSON.")
 @click.pass_context
 def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
     """Show one job: payload, status, attempts, times, worker, batch, last error with its traceback."""
@@ -227,8 +230,10 @@ def _jobs(count: int) -> str:
 
 @main.command()
 @click.argument("ids", nargs=-1, metavar="[ID]...")
-@click.option("--dead", "every_dead", is_flag=True, help="Retry every dead job (of --queue, if given).")
-@click.option("--queue", metavar="QUEUE", help="With --dead: only this queue's dead jobs.")
+@click.option("--dead", "every_dead", is_flag=True, envvar="MYSQLQ_RETRY_DEAD", show_envvar=True,
+              help="Retry every dead job (of --queue, if given).")
+@click.option("--queue", metavar="QUEUE", envvar="MYSQLQ_RETRY_QUEUE", show_envvar=True,
+              help="With --dead: only this queue's dead jobs.")
 @click.pass_context
 def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str | None) -> None:
     """Bring dead jobs back to ready: the named ones, or with --dead all of them.
@@ -315,12 +320,13 @@ def resume(ctx: click.Context, queue: str | None) -> None:
 
 
 @main.command()
-@click.option("--done-older-than", "done_age", metavar="AGE",
+@click.option("--done-older-than", "done_age", metavar="AGE", envvar="MYSQLQ_PURGE_DONE_OLDER_THAN", show_envvar=True,
               help="Delete done and cancelled jobs that ended more than AGE ago (7d, 12h, 30m, 90s; 0: all).")
-@click.option("--dead-older-than", "dead_age", metavar="AGE",
+@click.option("--dead-older-than", "dead_age", metavar="AGE", envvar="MYSQLQ_PURGE_DEAD_OLDER_THAN", show_envvar=True,
               help="Delete dead jobs that ended more than AGE ago.")
-@click.option("--queue", metavar="QUEUE", help="Only this queue's jobs.")
-@click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
+@click.option("--queue", metavar="QUEUE", envvar="MYSQLQ_PURGE_QUEUE", show_envvar=True, help="Only this queue's jobs.")
+@click.option("--dry-run", is_flag=True, envvar="MYSQLQ_PURGE_DRY_RUN", show_envvar=True,
+              help="Count what would be deleted; delete nothing.")
 @click.pass_context
 def purge(ctx: click.Context, done_age: str | None, dead_age: str | None, queue: str | None, dry_run: bool) -> None:
     """Delete old ended jobs now, in batches of 1000 (workers also do this on their own, see

@@ -14,6 +14,7 @@ import hashlib
 import os
 import socket
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -66,6 +67,13 @@ def prefix(settings: Settings) -> str:
     return hashlib.sha1(settings.dsn.identity.encode()).hexdigest()[:12]
 
 
+# The kernel stamps a directory's mtime with a coarse clock (a tick of a few ms), so a socket bound
+# just after a listing may leave the stamp as it was: a listing is trusted only once it was read this
+# long after the directory's last change.
+SETTLE_NS = 50_000_000
+RELIST = 1.0  # seconds a listing is used at most, whatever the mtime says (a clock step, a coarse filesystem)
+
+
 class LocalSender:
     """A producer's unix socket, sending to every worker socket of its database in the hint directory."""
 
@@ -73,13 +81,37 @@ class LocalSender:
         self.folder, self.fallback = hint_dir(settings)
         self.prefix = prefix(settings) + "."
         self._sock: socket.socket | None = None
+        self._listing: list[str] | None = None
+        self._listed_mtime = 0
+        self._listed_at = 0.0  # monotonic
+        self._settled = False
+
+    def paths(self) -> list[str]:
+        """The worker sockets of this database here. The directory is listed again only when it
+        changed (its mtime moved), its last listing is not yet settled, or RELIST has passed: a
+        stat instead of a listing per enqueue."""
+        try:
+            mtime = os.stat(self.folder).st_mtime_ns
+        except OSError:
+            self._listing = None
+            return []
+        now = time.monotonic()
+        if (self._listing is not None and self._settled and mtime == self._listed_mtime
+                and now - self._listed_at < RELIST):
+            return self._listing
+        read_at = time.time_ns()  # before the listing: a change after this would stamp a later mtime
+        try:
+            self._listing = [entry.path for entry in os.scandir(self.folder) if entry.name.startswith(self.prefix)]
+        except OSError:
+            self._listing = None
+            return []
+        self._listed_mtime, self._listed_at = mtime, now
+        self._settled = read_at - mtime > SETTLE_NS
+        return self._listing
 
     def send(self, queues: Iterable[str], delay: float) -> set[int]:
         """Hint the workers found here; returns the pids reached. Never blocks or raises."""
-        try:
-            paths = [entry.path for entry in os.scandir(self.folder) if entry.name.startswith(self.prefix)]
-        except OSError:
-            return set()
+        paths = self.paths()
         if not paths:
             return set()
         if self._sock is None:

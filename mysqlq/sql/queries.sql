@@ -83,18 +83,16 @@ SELECT RELEASE_LOCK(%(name)s);
 -- ---------------------------------------------------------------- producer
 
 -- name: insert_job
--- Enqueue one job; when its dedupe key exists, LAST_INSERT_ID() becomes the existing job's id.
+-- Enqueue one job ({rows}: one job_values or job_values_due row); when its dedupe key exists,
+-- LAST_INSERT_ID() becomes the existing job's id.
 INSERT INTO mysqlq_jobs
   (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
    dedupe_scope, concurrency_key)
-VALUES
-  (%(queue)s, %(handler)s, %(payload)s, %(status)s, %(priority)s,
-   COALESCE(%(run_at)s, NOW(6) + INTERVAL %(delay_us)s MICROSECOND),
-   %(max_attempts)s, %(time_limit)s, NOW(6), %(dedupe_key)s, %(dedupe_scope)s, %(concurrency_key)s)
+VALUES {rows}
 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 
 -- name: insert_jobs
--- Enqueue many jobs in one multi-row INSERT ({rows}: a job_values row per job); rows whose
+-- Enqueue many jobs in one multi-row INSERT ({rows}: a job_values or job_values_due row per job); rows whose
 -- dedupe key exists are skipped.
 INSERT INTO mysqlq_jobs
   (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
@@ -103,8 +101,15 @@ VALUES {rows}
 ON DUPLICATE KEY UPDATE id = id;
 
 -- name: job_values
--- One row of insert_jobs.
+-- One row of insert_job or insert_jobs: queue, handler, payload, status, priority, run_at (NULL: now
+-- plus the delay in microseconds), delay, max_attempts, time_limit, dedupe_key, dedupe_scope,
+-- concurrency_key.
 (%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s, %s, %s)
+
+-- name: job_values_due
+-- One row of insert_job or insert_jobs for a job due at once (no run_at, no delay): job_values
+-- without run_at and delay, whose expression costs the server about an eighth of a bulk insert.
+(%s, %s, %s, %s, %s, NOW(6), %s, %s, NOW(6), %s, %s, %s)
 
 -- ---------------------------------------------------------------- claim
 

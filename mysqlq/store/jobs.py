@@ -1,26 +1,143 @@
-"""Producer statements: inserting jobs."""
+"""Producer statements: inserting jobs, one at a time or many per statement."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache
 from typing import Any
 
-from ..db import Cursor
+from ..db import Connection, Cursor
 from ..sql import query
 
+# The columns of a job row (mysqlq.jobs.Job.row), in the order of job_values' placeholders.
 NAMES = ("queue", "handler", "payload", "status", "priority", "run_at", "delay_us", "max_attempts",
          "time_limit", "dedupe_key", "dedupe_scope", "concurrency_key")
+# Those that differ from job to job. The others (queue, handler, status, priority...) repeat: a row
+# template is made with their literals filled in, once per distinct combination. Job.row gives them
+# as str, int or None only, so equal values render alike (1 and True would both be 1).
+PER_ROW = frozenset({"payload", "run_at", "delay_us", "dedupe_key", "concurrency_key"})
+# job_values_due, for jobs due at once, has NOW(6) where job_values takes these two.
+DUE_OMITS = frozenset({"run_at", "delay_us"})
+MAX_SHAPES = 1000  # distinct combinations kept per renderer (and kind of row) before it starts afresh
+
+Literal = Callable[[Any], bytes]
+_REPEATING = operator.itemgetter(*[n for n, name in enumerate(NAMES) if name not in PER_ROW])
 
 
-def insert_job(cur: Cursor, row: Sequence[Any]) -> int:
-    """Insert one job; returns its id (the existing job's id when its dedupe key is taken)."""
-    cur.execute(query("insert_job"), dict(zip(NAMES, row, strict=True)))
+@cache
+def _statement(name: str) -> bytes:
+    """A job-inserting statement as the bytes the driver sends, ``{rows}`` left in (ASCII; encoded once)."""
+    return query(name).encode()
+
+
+@cache
+def _single(name: str) -> bytes:
+    """``name`` with its ``{rows}`` as one job_values row of placeholders, for the driver's binding."""
+    return _statement(name).replace(b"{rows}", _statement("job_values"))
+
+
+class _Kind:
+    """One row template (job_values or job_values_due): which columns fill its placeholders."""
+
+    def __init__(self, template: str, omitted: frozenset[str]) -> None:
+        self.template = _statement(template)
+        self.columns = [n for n, name in enumerate(NAMES) if name not in omitted]
+        self.varying = [n for n in self.columns if NAMES[n] in PER_ROW]
+        self.shapes: dict[tuple[Any, ...], bytes] = {}
+
+    def shape(self, row: Sequence[Any], repeating: tuple[Any, ...], literal: Literal) -> bytes:
+        """The template with this row's repeating columns filled in (their % doubled, to survive the next %)."""
+        if len(self.shapes) >= MAX_SHAPES:
+            self.shapes.clear()
+        filled = tuple(b"%s" if NAMES[n] in PER_ROW else literal(row[n]).replace(b"%", b"%%") for n in self.columns)
+        shape = self.shapes[repeating] = self.template % filled
+        return shape
+
+
+class RowRenderer:
+    """Renders job rows as a statement's VALUES list, each value escaped by the connection's own
+    ``literal`` (what ``cursor.execute`` does with parameters). The literals of the repeating columns
+    are escaped once per distinct combination, into a row template whose remaining placeholders take
+    each row's payload and dedupe key (and run_at and delay, unless the job is due at once: then the
+    template is job_values_due, which the server evaluates faster).
+
+    The templates hold bytes escaped for one connection character set: use a renderer only with
+    connections opened alike (mysqlq's own, by mysqlq.db.connect).
+    """
+
+    def __init__(self) -> None:
+        self.due = _Kind("job_values_due", DUE_OMITS)
+        self.later = _Kind("job_values", frozenset())
+
+    def values(self, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
+        due, later = self.due, self.later
+        run_at, delay_us = NAMES.index("run_at"), NAMES.index("delay_us")
+        rendered = []
+        for row in rows:
+            kind = due if row[run_at] is None and not row[delay_us] else later
+            repeating = _REPEATING(row)
+            shape = kind.shapes.get(repeating) or kind.shape(row, repeating, literal)
+            rendered.append(shape % tuple([b"NULL" if row[n] is None else literal(row[n]) for n in kind.varying]))
+        return b",".join(rendered)
+
+    def statement(self, name: str, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
+        """The statement ``name`` (insert_job or insert_jobs) for these rows."""
+        head, tail = _statement(name).split(b"{rows}")
+        return head + self.values(rows, literal) + tail
+
+
+def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = None) -> int:
+    """Insert one job; returns its id (the existing job's id when its dedupe key is taken).
+
+    With a ``renderer`` (a producer's own connections), the row is rendered from its cached
+    template; without (a caller's connection, whatever its character set), the driver binds it.
+    """
+    if renderer is None:
+        cur.execute(_single("insert_job"), tuple(row))
+    else:
+        cur.execute(renderer.statement("insert_job", (row,), cur.connection.literal))
     return int(cur.lastrowid or cur.connection.insert_id())
 
 
-def insert_jobs(cur: Cursor, rows: Sequence[Sequence[Any]]) -> int:
-    """Insert many jobs in one multi-row INSERT; returns how many were new."""
-    if not rows:
-        return 0
-    statement = query("insert_jobs").replace("{rows}", ",".join([query("job_values")] * len(rows)))
-    return int(cur.execute(statement, [value for row in rows for value in row]))
+class BulkInsert:
+    """Multi-row inserts sent one ahead: each statement goes to the server at once, and its result is
+    read only when the next is ready (or at the end), so the server inserts one chunk while the
+    caller checks and renders the next. At most one statement is in flight."""
+
+    def __init__(self, cur: Cursor, renderer: RowRenderer) -> None:
+        self.conn: Connection = cur.connection
+        self.renderer = renderer
+        self._in_flight = False
+
+    def send(self, rows: Sequence[Sequence[Any]]) -> int:
+        """Send an insert of ``rows`` without waiting for it; returns how many rows the previous
+        insert added (0 for the first)."""
+        added = self.wait()
+        if rows:
+            self.conn.send_query(self.renderer.statement("insert_jobs", rows, self.conn.literal))
+            self._in_flight = True
+        return added
+
+    def wait(self) -> int:
+        """Wait for the insert in flight, if any; returns how many rows it added (a row whose dedupe
+        key is taken is not added)."""
+        if not self._in_flight:
+            return 0
+        self._in_flight = False
+        self.conn.read_query_result()
+        return int(self.conn.affected_rows())
+
+
+@contextlib.contextmanager
+def bulk_insert(cur: Cursor, renderer: RowRenderer) -> Iterator[BulkInsert]:
+    """A BulkInsert whose statement in flight is always read, so that the connection can be used
+    (rolled back) after an error raised while it was out."""
+    bulk = BulkInsert(cur, renderer)
+    try:
+        yield bulk
+    except BaseException:
+        with contextlib.suppress(Exception):
+            bulk.wait()
+        raise
