@@ -120,19 +120,25 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
 @main.command()
 @click.argument("handler", required=False)
 @click.argument("payload", required=False)
-@click.option("--file", "path", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--file", "path", type=click.Path(dir_okay=False, path_type=Path), envvar="MYSQLQ_ENQUEUE_FILE",
+              show_envvar=True,
               help="Enqueue every line of a JSON-lines file (handler, payload, queue, delay, ...), all or nothing.")
 @click.option("--queue", envvar="MYSQLQ_QUEUE", show_envvar=True, default="default", help="Queue name.")
-@click.option("--delay", type=float, default=0.0, help="Seconds to wait before the job may run.")
-@click.option("--priority", type=int, default=0, help="Lower runs first.")
-@click.option("--dedupe-key", help="Enqueue at most once per key: a taken key prints the existing job's id.")
+@click.option("--delay", envvar="MYSQLQ_ENQUEUE_DELAY", show_envvar=True, type=float, default=0.0,
+              help="Seconds to wait before the job may run.")
+@click.option("--priority", envvar="MYSQLQ_ENQUEUE_PRIORITY", show_envvar=True, type=int, default=0,
+              help="Lower runs first.")
+@click.option("--dedupe-key", envvar="MYSQLQ_ENQUEUE_DEDUPE_KEY", show_envvar=True,
+              help="Enqueue at most once per key: a taken key prints the existing job's id.")
 @click.option("--dedupe-scope", envvar="MYSQLQ_DEDUPE_SCOPE", show_envvar=True, type=click.Choice(DEDUPE_SCOPES),
               default="forever", help="How long the key holds: until the job is purged (forever), or until it "
               "ends, done, dead or cancelled (active).")
 @click.option("--max-attempts", type=int, envvar="MYSQLQ_MAX_ATTEMPTS", show_envvar=True, default=None,
               help="Attempts before the job is dead [default: 5].")
-@click.option("--time-limit", type=float, help="Seconds the job may run [default: the worker's].")
-@click.option("--concurrency-key", help="Run at most the handler's concurrency_limit jobs with this key at once "
+@click.option("--time-limit", envvar="MYSQLQ_ENQUEUE_TIME_LIMIT", show_envvar=True, type=float,
+              help="Seconds the job may run [default: the worker's].")
+@click.option("--concurrency-key", envvar="MYSQLQ_ENQUEUE_CONCURRENCY_KEY", show_envvar=True,
+              help="Run at most the handler's concurrency_limit jobs with this key at once "
               "(with --file: for lines that name none).")
 @click.pass_context
 def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: Path | None, queue: str,
@@ -168,9 +174,10 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True,
+@click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_STATS_JSON", show_envvar=True,
               help="Print JSON instead of a table (one line per refresh with --watch).")
-@click.option("--watch", metavar="[SECONDS]", is_flag=False, flag_value="2", default=None,
+@click.option("--watch", metavar="[SECONDS]", is_flag=False, flag_value="2", default=None, envvar="MYSQLQ_STATS_WATCH",
+              show_envvar=True,
               help="Refresh every SECONDS (a duration such as 5 or 1m; 2 if not given) until Ctrl-C.")
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool, watch: str | None) -> None:

@@ -100,7 +100,7 @@ def worker(ctx: click.Context, /, name: str | None, queues: tuple[str, ...] | No
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_HANDLERS_JSON", show_envvar=True, help="Print JSON.")
 def handlers(as_json: bool) -> None:
     """List installed handlers (entry points in group mysqlq.handlers), without importing them."""
     found = handler_registry.installed()
@@ -114,7 +114,7 @@ def handlers(as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_WORKERS_JSON", show_envvar=True, help="Print JSON.")
 @click.pass_context
 def workers(ctx: click.Context, as_json: bool) -> None:
     """List registered workers: age, last heartbeat, lease, jobs running, and which one leads the reaper."""

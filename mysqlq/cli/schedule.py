@@ -25,7 +25,8 @@ def schedule() -> None:
 
 @schedule.command(name="list")
 @SCHEDULE_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_SCHEDULE_LIST_JSON", show_envvar=True,
+              help="Print JSON.")
 @click.pass_context
 def list_command(ctx: click.Context, path: str, as_json: bool) -> None:
     """Each entry of the file: when it ticks, what it enqueues, its last and its next run."""
