@@ -87,7 +87,8 @@ def _instance_name() -> str:
 @click.option("--schedule", metavar="FILE", envvar="MYSQLQ_SCHEDULE", show_envvar=True, default=None,
               help="A TOML file of recurring jobs, enqueued by the worker leading the reaper (give every worker "
               "the same file; see `mysqlq schedule list`).")
-@click.option("--burst", is_flag=True, envvar="MYSQLQ_BURST", help="Drain what is ready, then exit 0.")
+@click.option("--burst", is_flag=True, envvar="MYSQLQ_BURST", show_envvar=True,
+              help="Drain what is ready, then exit 0.")
 @click.option("--metrics-port", "metrics_listen", metavar="[HOST:]PORT", envvar="MYSQLQ_METRICS_PORT",
               show_envvar=True, default=None, callback=_metrics_listen,
               help="Serve this worker's Prometheus metrics at http://HOST:PORT/metrics [default: off; HOST: "
