@@ -11,6 +11,7 @@ This part must stay importable without the mysqlq package or any DB driver.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import sys
@@ -84,6 +85,25 @@ def _dsn_address(dsn: str) -> str | tuple[str, int]:
     return (url.hostname or "localhost", url.port or 3306)
 
 
+@contextlib.contextmanager
+def throwaway_mariadb(directory: pathlib.Path, what: str = "a private mariadbd") -> Iterator[PrivateMariaDB]:
+    """A throwaway mariadbd in ``directory``, stopped (or killed) afterwards; unavailable() if it
+    cannot start."""
+    server = PrivateMariaDB(directory, die_with_parent=True)
+    try:
+        server.start()
+    except (MariaDBError, OSError) as e:
+        server.kill()
+        unavailable(f"cannot start {what}: {e}")
+    try:
+        yield server
+    finally:
+        try:
+            server.stop()
+        except MariaDBError:
+            server.kill()
+
+
 @pytest.fixture(scope="session")
 def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
     """The database server for the session (see module docstring)."""
@@ -95,19 +115,8 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]
         yield MariaDBServer(external)
         return
 
-    server = PrivateMariaDB(tmp_path_factory.mktemp("mariadb"), die_with_parent=True)
-    try:
-        server.start()
-    except (MariaDBError, OSError) as e:
-        server.kill()
-        unavailable(f"cannot start a private mariadbd: {e}")
-    try:
+    with throwaway_mariadb(tmp_path_factory.mktemp("mariadb")) as server:
         yield MariaDBServer(server.dsn, server)
-    finally:
-        try:
-            server.stop()
-        except MariaDBError:
-            server.kill()
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from mysqlq import DatabaseUnavailable, Dsn, Producer, Settings
 from mysqlq.db import Database, connect
 from mysqlq.store.schema import migrate
 
-from .conftest import MariaDBServer, QueueDB, unavailable
+from .conftest import MariaDBServer, QueueDB, throwaway_mariadb, unavailable
 
 try:
-    from private_mariadb import MariaDBError, PrivateMariaDB  # scripts/ is on sys.path (tests/conftest.py)
+    from private_mariadb import PrivateMariaDB  # scripts/ is on sys.path (tests/conftest.py)
 except ImportError:  # pragma: no cover - the script ships with the repository
     PrivateMariaDB = None  # type: ignore[assignment,misc]
 
@@ -30,19 +30,8 @@ def second_server(tmp_path_factory: pytest.TempPathFactory, mariadb: MariaDBServ
     """A second private mariadbd beside the session's server."""
     if PrivateMariaDB is None or mariadb.tcp_dsn is None:
         unavailable("needs private servers (MYSQLQ_TEST_DSN is set or scripts/private_mariadb.py is missing)")
-    server = PrivateMariaDB(tmp_path_factory.mktemp("second-mariadb"), die_with_parent=True)
-    try:
-        server.start()
-    except (MariaDBError, OSError) as exc:
-        server.kill()
-        unavailable(f"cannot start a second private mariadbd: {exc}")
-    try:
+    with throwaway_mariadb(tmp_path_factory.mktemp("second-mariadb"), "a second private mariadbd") as server:
         yield server
-    finally:
-        try:
-            server.stop()
-        except MariaDBError:
-            server.kill()
 
 
 @dataclass
