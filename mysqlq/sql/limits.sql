@@ -86,11 +86,16 @@ SELECT DISTINCT h.concurrency_key FROM mysqlq_semaphore_holders h LEFT JOIN mysq
  WHERE j.id IS NULL OR j.status NOT IN ('ready', 'running')
  LIMIT %(limit)s;
 
--- name: starved_keys
--- Keys whose oldest waiting job could take a slot now (a safety net: every release already
--- makes the next job ready): one row per key in use.
-SELECT s.concurrency_key FROM mysqlq_semaphores s
- WHERE (SELECT b.concurrency_limit FROM mysqlq_blocked_jobs b WHERE b.concurrency_key = s.concurrency_key
-         ORDER BY b.job_id LIMIT 1)
-       > (SELECT COUNT(*) FROM mysqlq_semaphore_holders h WHERE h.concurrency_key = s.concurrency_key)
- LIMIT %(limit)s;
+-- name: stale_or_starved_keys
+-- The leader's slower check, in the same query: the keys of stale_holder_keys, and the keys whose
+-- oldest waiting job could take a slot now (a safety net: every release already makes the next
+-- job ready), at most one row per key in use.
+(SELECT DISTINCT h.concurrency_key FROM mysqlq_semaphore_holders h LEFT JOIN mysqlq_jobs j ON j.id = h.job_id
+  WHERE j.id IS NULL OR j.status NOT IN ('ready', 'running')
+  LIMIT %(limit)s)
+UNION
+(SELECT s.concurrency_key FROM mysqlq_semaphores s
+  WHERE (SELECT b.concurrency_limit FROM mysqlq_blocked_jobs b WHERE b.concurrency_key = s.concurrency_key
+          ORDER BY b.job_id LIMIT 1)
+        > (SELECT COUNT(*) FROM mysqlq_semaphore_holders h WHERE h.concurrency_key = s.concurrency_key)
+  LIMIT %(limit)s);

@@ -157,9 +157,5 @@ def keys_of(cur: Cursor, ids: Sequence[int]) -> list[str]:
 def unsettled_keys(cur: Cursor, starved: bool) -> list[str]:
     """Keys the leader should settle: a slot held by a job that moved on, and (``starved``, the
     slower check) a waiting job that could run now."""
-    execute(cur, "stale_holder_keys", {"limit": SWEEP})
-    keys = {str(row[0]) for row in cur.fetchall()}
-    if starved:
-        execute(cur, "starved_keys", {"limit": SWEEP})
-        keys |= {str(row[0]) for row in cur.fetchall()}
-    return sorted(keys)
+    execute(cur, "stale_or_starved_keys" if starved else "stale_holder_keys", {"limit": SWEEP})
+    return sorted({str(row[0]) for row in cur.fetchall()})
