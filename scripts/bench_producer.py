@@ -14,18 +14,24 @@ import time
 import mysqlq
 
 
+def paced(producer: mysqlq.Producer, seconds: float, interval: float) -> int:
+    """Enqueue one bench.latency job (carrying its enqueue time) every ``interval`` s for ``seconds``;
+    returns how many were sent. W2's producer, here and in-process."""
+    sent = 0
+    tick = time.perf_counter()
+    end = tick + seconds
+    while tick < end:
+        producer.enqueue("bench.latency", {"t": time.time()})
+        sent += 1
+        tick += interval
+        time.sleep(max(0.0, tick - time.perf_counter()))
+    return sent
+
+
 def main(dsn: str, seconds: float, interval: float) -> int:
     with mysqlq.Producer(mysqlq.Settings(dsn=mysqlq.Dsn.parse(dsn))) as producer:
         producer.enqueue("bench.noop", {"warm": True})
-        sent = 0
-        tick = time.perf_counter()
-        end = tick + seconds
-        while tick < end:
-            producer.enqueue("bench.latency", {"t": time.time()})
-            sent += 1
-            tick += interval
-            time.sleep(max(0.0, tick - time.perf_counter()))
-    print(sent)
+        print(paced(producer, seconds, interval))
     return 0
 
 

@@ -51,6 +51,7 @@ from bench_common import (
     wait_drained,
     with_database,
 )
+from bench_producer import paced
 
 import mysqlq
 from mysqlq.db import Database
@@ -112,12 +113,6 @@ class Drain:
         return self.server_cpu * 1e6 / self.jobs
 
 
-def server_seconds(bench: Bench) -> float:
-    """CPU seconds the private server has used so far (NaN against MYSQLQ_DSN: its process is not ours)."""
-    pid = bench.server_pid
-    return proc_cpu_ticks(pid) / CLK_TCK if pid else float("nan")
-
-
 def children_cpu() -> float:
     """CPU seconds used so far by this process's finished children (the drain's processes, once reaped):
     load on a shared machine stretches wall time far more than it does CPU time."""
@@ -142,11 +137,11 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     fill_jobs(cur, n)
     started_wall = time.time()
     started = time.perf_counter()
-    cpu, server = children_cpu(), server_seconds(bench)
+    cpu, server = children_cpu(), server_cpu(bench)
     workers = bench.workers(dsn, k, *options, tag=name, global_options=global_options)
     try:
         ended = wait_drained(cur, workers, timeout=max(120.0, n / 50))
-        server = server_seconds(bench) - server
+        server = cpu_since(server_cpu(bench), server)
     finally:
         workers.stop()
     cpu = children_cpu() - cpu
@@ -176,11 +171,11 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim:
         args += ["--isolation", isolation]
     started_wall = time.time()
     started = time.perf_counter()
-    cpu, server = children_cpu(), server_seconds(bench)
+    cpu, server = children_cpu(), server_cpu(bench)
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, env=clean_env({})) for _ in range(k)]
     outputs = [proc.communicate(timeout=max(120.0, n / 50))[0] for proc in procs]
     ended = time.perf_counter()
-    cpu, server = children_cpu() - cpu, server_seconds(bench) - server
+    cpu, server = children_cpu() - cpu, cpu_since(server_cpu(bench), server)
     if any(proc.returncode for proc in procs):
         raise RuntimeError(f"{name}: a bare drainer failed")
     results = [json.loads(out) for out in outputs]
@@ -288,14 +283,7 @@ def latency_run(bench: Bench, name: str, hint: bool, seconds: float, interval: f
         time.sleep(1.0)  # listeners bound, first poll done: the workers are idle
         with mysqlq.Producer(bench.settings(dsn, hint=hint)) as producer:
             producer.enqueue("bench.noop", payload(0))  # connect (and check the schema) before timing
-            sent = 0
-            tick = time.perf_counter()
-            end = tick + seconds
-            while tick < end:
-                producer.enqueue("bench.latency", {"t": time.time()})
-                sent += 1
-                tick += interval
-                time.sleep(max(0.0, tick - time.perf_counter()))
+            sent = paced(producer, seconds, interval)
         wait_drained(cur, workers, timeout=DEFAULTS.poll_interval * 3 + 10)
     finally:
         workers.stop()
@@ -453,6 +441,11 @@ def flood_hints(targets: list[tuple[str, int, bytes]], stop: threading.Event) ->
                     sock.sendto(wire.encode(key, "default", 0), (host, port))
             tick += 0.01
             time.sleep(max(0.0, tick - time.perf_counter()))
+
+
+def cpu_since(now: float | None, before: float | None) -> float:
+    """CPU seconds between two server_cpu() readings; NaN when the server is not ours to read."""
+    return now - before if now is not None and before is not None else float("nan")
 
 
 def server_cpu(bench: Bench) -> float | None:
