@@ -54,10 +54,11 @@ $(STAMP): pyproject.toml $(wildcard $(addsuffix /pyproject.toml,$(LOCAL_PKGS))) 
 	  $(foreach d,$(LOCAL_PKGS),$(if $(wildcard $(d)/pyproject.toml $(d)/setup.py),-e ./$(d)))
 	@touch $@
 
-# lint: ruff over all Python code, mypy over the package.
+# lint: ruff over all Python code, mypy over the package, and the layers (imports only downward).
 lint: venv
 	$(BIN)/ruff check mysqlq tests scripts
 	$(BIN)/mypy mysqlq
+	$(BIN)/lint-imports --no-cache
 
 # test: lint, then pytest (the session fixture starts a private mariadbd itself,
 # or uses MYSQLQ_TEST_DSN).  Extra pytest options: make test PYTEST_ARGS='-k claim -x'

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .config import Dsn, Settings
-from .context import JobContext
-from .errors import (
+from mysqlq.core.config import Dsn, Settings
+from mysqlq.core.errors import (
     ConfigError,
     DatabaseUnavailable,
     HandlerNotFound,
@@ -13,10 +12,11 @@ from .errors import (
     NotFound,
     SchemaError,
 )
-from .handlers import handler
-from .hint import notify
-from .jobs import Job
-from .producer import Producer, Transaction, enqueue_on
+from mysqlq.core.handlers import handler
+from mysqlq.core.jobs import Job
+from mysqlq.hint import notify
+from mysqlq.producer.enqueue import Producer, Transaction, enqueue_on
+from mysqlq.worker.context import JobContext
 
 __all__ = [
     "ConfigError",

@@ -263,7 +263,7 @@ def compile_package() -> None:
 def _in_process_migrate() -> Any:
     """Migrate through the library when its internals are where we expect, else through the CLI."""
     try:
-        from mysqlq.db import Database
+        from mysqlq.store.db import Database
         from mysqlq.store.schema import migrate
 
         def run(dsn: mysqlq.Dsn) -> None:

@@ -54,8 +54,8 @@ from bench_common import (
 from bench_producer import paced
 
 import mysqlq
-from mysqlq.db import Database
 from mysqlq.store import schema
+from mysqlq.store.db import Database
 
 DEFAULTS = mysqlq.Settings(dsn=mysqlq.Dsn())
 

@@ -160,8 +160,8 @@ class QueueDB:
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def connect(self) -> Any:
-        from mysqlq.config import Dsn
-        from mysqlq.db import connect
+        from mysqlq.core.config import Dsn
+        from mysqlq.store.db import connect
 
         return connect(Dsn.parse(self.dsn))
 
@@ -262,8 +262,8 @@ class QueueDB:
 @pytest.fixture
 def qdb(mariadb: MariaDBServer, tmp_path: pathlib.Path) -> Iterator[QueueDB]:
     """A fresh database on the test server, migrated to the current schema."""
-    from mysqlq.config import Dsn
-    from mysqlq.db import connect
+    from mysqlq.core.config import Dsn
+    from mysqlq.store.db import connect
     from mysqlq.store.schema import migrate
 
     name = "mysqlq_t_" + secrets.token_hex(4)

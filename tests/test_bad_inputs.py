@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import mysqlq
-from mysqlq.jobs import decode_payload
+from mysqlq.core.jobs import decode_payload
 
 from .conftest import QueueDB
 from .test_cli import assert_one_line_error

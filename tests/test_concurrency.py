@@ -13,7 +13,7 @@ import time
 import pytest
 
 from mysqlq import Job
-from mysqlq.claimsize import claim_limit
+from mysqlq.worker.claimsize import claim_limit
 
 from .conftest import MYSQLQ, QueueDB
 

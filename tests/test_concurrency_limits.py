@@ -12,7 +12,7 @@ import pytest
 
 import mysqlq
 from mysqlq import InvalidJob, Job
-from mysqlq.errors import ConfigError
+from mysqlq.core.errors import ConfigError
 
 from .conftest import QueueDB
 from .test_concurrency import widest_overlap
@@ -221,8 +221,8 @@ def test_bad_keys_and_limits_are_refused_in_one_line_writing_nothing(qdb: QueueD
 
 def test_the_leaders_sweep_settles_slots_of_jobs_that_moved_on_silently(qdb: QueueDB) -> None:
     from mysqlq import Dsn
-    from mysqlq.db import Database
-    from mysqlq.limits import sweep
+    from mysqlq.store.db import Database
+    from mysqlq.worker.limits import sweep
 
     with qdb.producer() as producer:
         ids = [producer.enqueue("test.limited", concurrency_key="k", queue="q") for _ in range(3)]

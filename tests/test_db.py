@@ -7,8 +7,8 @@ import threading
 import MySQLdb
 import pytest
 
-from mysqlq.config import Dsn
-from mysqlq.db import CLI_RETRY, Cursor, Database, RetryPolicy, is_transient
+from mysqlq.core.config import Dsn
+from mysqlq.store.db import CLI_RETRY, Cursor, Database, RetryPolicy, is_transient
 
 from .conftest import QueueDB
 

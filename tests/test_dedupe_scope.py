@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from mysqlq import InvalidJob, Job, enqueue_on
-from mysqlq.db import Cursor
 from mysqlq.store import claims, workers
+from mysqlq.store.db import Cursor
 
 from .conftest import QueueDB
 

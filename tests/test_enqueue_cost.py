@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mysqlq import InvalidJob, Job, enqueue_on
-from mysqlq.producer import BULK_BYTES, BULK_CHUNK
+from mysqlq.producer.enqueue import BULK_BYTES, BULK_CHUNK
 from mysqlq.store.jobs import MAX_SHAPES
 
 from .conftest import QueueDB

@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 
 from mysqlq import DatabaseUnavailable, Dsn, Producer, Settings
-from mysqlq.db import Database, connect
+from mysqlq.store.db import Database, connect
 
 from .conftest import MariaDBServer, QueueDB, unavailable
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from mysqlq import Dsn, Job, Producer, Settings
-from mysqlq.db import connect
+from mysqlq.store.db import connect
 
 from .conftest import MYSQLQ, unavailable
 

@@ -152,8 +152,8 @@ def wait_for(condition: Any, what: str, timeout: float = 20) -> Any:
 
 @pytest.fixture
 def site(lab: Lab, tmp_path: pathlib.Path) -> Iterator[Site]:
-    from mysqlq.config import Dsn
-    from mysqlq.db import connect
+    from mysqlq.core.config import Dsn
+    from mysqlq.store.db import connect
     from mysqlq.store.schema import migrate
 
     name = "mysqlq_net_" + secrets.token_hex(4)

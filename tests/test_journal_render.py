@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from mysqlq import logs
-from mysqlq.journal import JournalRenderer, field_name
+from mysqlq.core import logs
+from mysqlq.core.journal import JournalRenderer, field_name
 
 
 def render(level: str, **event: object) -> dict[str, str]:
@@ -64,7 +64,7 @@ def test_a_traceback_follows_the_message_and_has_a_field() -> None:
 
 def test_configured_journal_logging_sends_one_entry_per_event(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[tuple[str, ...]] = []
-    monkeypatch.setattr("mysqlq.journal.journal.sendv", lambda *fields: sent.append(fields))
+    monkeypatch.setattr("mysqlq.core.journal.journal.sendv", lambda *fields: sent.append(fields))
     previous = structlog.get_config()
     try:
         assert logs.configure("journal", "info") == "journal"

@@ -9,10 +9,10 @@ from pathlib import Path
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mysqlq.jobs import ClaimedJob
-from mysqlq.outcomes import Outcome
+from mysqlq.core.jobs import ClaimedJob
 from mysqlq.web import WebSettings, create_app
-from mysqlq.worker_metrics import WorkerMetrics
+from mysqlq.worker.metrics import WorkerMetrics
+from mysqlq.worker.outcomes import Outcome
 
 from .conftest import REPO, QueueDB
 from .ops_fixtures import plant

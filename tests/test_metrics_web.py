@@ -7,10 +7,10 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from mysqlq.db import Connection
-from mysqlq.sql import query
 from mysqlq.store import expand
 from mysqlq.store import web as web_store
+from mysqlq.store.db import Connection
+from mysqlq.store.sql import query
 from mysqlq.web.metrics import QueueCollector
 
 from .conftest import QueueDB

@@ -19,13 +19,12 @@ from typing import Any
 
 import pytest
 
-from mysqlq import stats
 from mysqlq.cli.produce import _stats_text
-from mysqlq.config import Dsn
-from mysqlq.db import Connection, Cursor, connect
-from mysqlq.sql import query
-from mysqlq.store import claims, expand, ops, web, workers
+from mysqlq.core.config import Dsn
+from mysqlq.store import claims, expand, ops, stats, web, workers
+from mysqlq.store.db import Connection, Cursor, connect
 from mysqlq.store.schema import migrate
+from mysqlq.store.sql import query
 
 from .conftest import MariaDBServer, with_database
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mysqlq import InvalidJob, Job, SchemaError, enqueue_on
-from mysqlq.jobs import encode_payload
+from mysqlq.core.jobs import encode_payload
 
 from .conftest import QueueDB
 

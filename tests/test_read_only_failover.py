@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mysqlq import DatabaseUnavailable, Dsn, Producer, Settings
-from mysqlq.db import Database, connect
+from mysqlq.store.db import Database, connect
 from mysqlq.store.schema import migrate
 
 from .conftest import MariaDBServer, QueueDB, throwaway_mariadb, unavailable

@@ -7,11 +7,11 @@ import pytest
 import structlog
 
 from mysqlq import ConfigError, Settings
-from mysqlq.db import Database
-from mysqlq.durations import format_duration, parse_duration, parse_retention
-from mysqlq.retention import Retention, policies
+from mysqlq.core.durations import format_duration, parse_duration, parse_retention
+from mysqlq.leader.retention import Retention, policies
 from mysqlq.store import execute_in
 from mysqlq.store import ops as store
+from mysqlq.store.db import Database
 
 from .conftest import QueueDB
 from .ops_fixtures import count, plant

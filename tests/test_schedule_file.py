@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from mysqlq import ConfigError
-from mysqlq.schedule import Entry, load, parse, tick_key
+from mysqlq.leader.schedule_file import Entry, load, parse, tick_key
 
 from .conftest import MYSQLQ
 

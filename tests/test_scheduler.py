@@ -14,10 +14,10 @@ from typing import Any
 
 import structlog
 
-from mysqlq.db import CLI_RETRY, Database
-from mysqlq.schedule import Entry, parse
-from mysqlq.scheduler import IDLE, Scheduler
+from mysqlq.leader.schedule_file import Entry, parse
+from mysqlq.leader.scheduler import IDLE, Scheduler
 from mysqlq.store import schedules as store
+from mysqlq.store.db import CLI_RETRY, Database
 
 from .conftest import QueueDB
 

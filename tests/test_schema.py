@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mysqlq.sql import migrations, query
 from mysqlq.store.schema import applied_version, latest_version, migrate
+from mysqlq.store.sql import migrations, query
 
 from .conftest import QueueDB
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mysqlq.systemd import Notifier
+from mysqlq.core.systemd import Notifier
 
 from .conftest import QueueDB
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from mysqlq.sql import migrations
 from mysqlq.store import execute
 from mysqlq.store.schema import latest_version, migrate
+from mysqlq.store.sql import migrations
 
 from .conftest import QueueDB
 

@@ -68,7 +68,7 @@ def test_redirects_stay_on_this_site(qdb: QueueDB) -> None:
 
 
 def test_a_bad_bind_or_a_taken_port_is_one_line(qdb: QueueDB) -> None:
-    assert_one_line_error(qdb.cli("web", "--bind", "8080"), "--bind must be HOST:PORT")
+    assert_one_line_error(qdb.cli("web", "--bind", "8080"), "--bind '8080': expected HOST:PORT")
     assert_one_line_error(qdb.cli("web", "--token", "short"), "--token must be at least 16 characters")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -10,10 +10,10 @@ import click
 import MySQLdb
 from click.core import ParameterSource
 
-from ..config import DEFAULT_DSN, Dsn, Settings
-from ..envfile import EnvFiles
-from ..errors import MysqlqError
-from ..logs import FORMATS, configure, fatal
+from mysqlq.core.config import DEFAULT_DSN, Dsn, Settings
+from mysqlq.core.envfile import EnvFiles
+from mysqlq.core.errors import MysqlqError
+from mysqlq.core.logs import FORMATS, configure, fatal
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "show_default": True}
 GLOBALS = "mysqlq.globals"  # ctx.meta key (meta is shared by every context of one invocation)
@@ -135,4 +135,4 @@ def settings(ctx: click.Context, **values: Any) -> Settings:
 
 
 # Command modules register themselves on ``main``.
-from . import deploy, ops, produce, run, schedule, web  # noqa: E402, F401
+from mysqlq.cli import deploy, ops, produce, run, schedule, web  # noqa: E402, F401

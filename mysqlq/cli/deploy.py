@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from ..errors import ConfigError, MysqlqError
-from . import main
+from mysqlq.cli import main
+from mysqlq.core.errors import ConfigError, MysqlqError
 
 TEMPLATE = "myjob@.service"
 

@@ -12,17 +12,17 @@ from typing import Any
 
 import click
 
-from .. import hint
-from ..config import Settings, check_name
-from ..db import CLI_RETRY, Cursor, Database
-from ..durations import format_duration, parse_duration
-from ..errors import ConfigError, MysqlqError, NotFound
-from ..jobs import STATUSES
-from ..producer import check_schema
-from ..retention import Purge
-from ..revive import retry_every_dead
-from ..store import ops as store
-from . import main, settings
+from mysqlq import hint
+from mysqlq.cli import main, settings
+from mysqlq.core.config import Settings, check_name
+from mysqlq.core.durations import format_duration, parse_duration
+from mysqlq.core.errors import ConfigError, MysqlqError, NotFound
+from mysqlq.core.jobs import STATUSES
+from mysqlq.leader.retention import Purge
+from mysqlq.store import ops as store
+from mysqlq.store.db import CLI_RETRY, Cursor, Database
+from mysqlq.store.revive import retry_every_dead
+from mysqlq.store.schema import check_schema
 
 DEFAULT_LIMIT = 50
 

@@ -11,19 +11,19 @@ from typing import Any
 
 import click
 
-from .. import handlers as handler_registry
-from ..config import Settings
-from ..db import CLI_RETRY, Database, connect
-from ..durations import format_duration, parse_duration
-from ..errors import ConfigError, InvalidJob, MysqlqError
-from ..jobs import DEDUPE_SCOPES, STATUSES, Job, loads_strict
-from ..producer import Producer, check_schema
-from ..schedule import load as load_schedule
-from ..stats import queue_stats
-from ..store import schema
-from ..store.leadership import galera
-from ..store.schema import applied_version, latest_version
-from . import main, settings
+from mysqlq.cli import main, settings
+from mysqlq.core import handlers as handler_registry
+from mysqlq.core.config import Settings
+from mysqlq.core.durations import format_duration, parse_duration
+from mysqlq.core.errors import ConfigError, InvalidJob, MysqlqError
+from mysqlq.core.jobs import DEDUPE_SCOPES, STATUSES, Job, loads_strict
+from mysqlq.leader.schedule_file import load as load_schedule
+from mysqlq.producer.enqueue import Producer
+from mysqlq.store import schema
+from mysqlq.store.db import CLI_RETRY, Database, connect
+from mysqlq.store.leadership import galera
+from mysqlq.store.schema import applied_version, check_schema, latest_version
+from mysqlq.store.stats import queue_stats
 
 
 @main.command(name="migrate")

@@ -6,15 +6,15 @@ import json
 
 import click
 
-from .. import handlers as handler_registry
-from .. import worker_metrics
-from ..config import default_worker_name
-from ..db import CLI_RETRY, Database
-from ..durations import parse_retention
-from ..producer import check_schema
-from ..store import workers as worker_store
-from ..worker import Worker
-from . import main, settings
+from mysqlq.cli import main, settings
+from mysqlq.core import handlers as handler_registry
+from mysqlq.core.config import default_worker_name
+from mysqlq.core.durations import parse_retention
+from mysqlq.store import workers as worker_store
+from mysqlq.store.db import CLI_RETRY, Database
+from mysqlq.store.schema import check_schema
+from mysqlq.worker import metrics as worker_metrics
+from mysqlq.worker.loop import Worker
 
 
 def _split_queues(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...] | None:

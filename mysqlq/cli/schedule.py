@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from ..db import CLI_RETRY, Database
-from ..producer import check_schema
-from ..schedule import Entry, load
-from ..store import schedules as store
-from . import main, settings
+from mysqlq.cli import main, settings
+from mysqlq.leader.schedule_file import Entry, load
+from mysqlq.store import schedules as store
+from mysqlq.store.db import CLI_RETRY, Database
+from mysqlq.store.schema import check_schema
 
 SCHEDULE_OPTION = click.option("--schedule", "path", metavar="FILE", envvar="MYSQLQ_SCHEDULE", show_envvar=True,
                                required=True, help="The schedule file the workers read.")

@@ -6,19 +6,11 @@ import os
 
 import click
 
-from ..db import CLI_RETRY, Database
-from ..errors import ConfigError
-from ..producer import check_schema
-from . import main, settings
-
-
-def parse_bind(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:8080`` for IPv6) → (host, port); ConfigError for anything else."""
-    host, sep, port = value.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ConfigError(f"--bind must be HOST:PORT, e.g. 127.0.0.1:8080, got {value!r}")
-    return host, int(port)
+from mysqlq.cli import main, settings
+from mysqlq.core.addresses import parse_address
+from mysqlq.core.errors import ConfigError
+from mysqlq.store.db import CLI_RETRY, Database
+from mysqlq.store.schema import check_schema
 
 
 @main.command()
@@ -36,9 +28,9 @@ def web(ctx: click.Context, bind: str, token: str | None, read_only: bool, threa
     """Serve Prometheus metrics at /metrics and a dashboard at / until SIGTERM."""
     from waitress.server import create_server
 
-    from ..web import WebSettings, create_app
+    from mysqlq.web import WebSettings, create_app
 
-    host, port = parse_bind(bind)
+    host, port = parse_address(bind, "--bind", port_required=True, numeric=False)
     if token is not None and len(token) < 16:
         raise ConfigError("--token must be at least 16 characters (e.g. `openssl rand -hex 24`)")
     cfg = settings(ctx, hint_dir=os.environ.get("MYSQLQ_HINT_DIR") or None)

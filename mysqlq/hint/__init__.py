@@ -8,9 +8,9 @@ lost one only means the job waits for the worker's next poll. See the README's "
 
 from __future__ import annotations
 
-from .listener import Listener, Wake
-from .local import RUN_DIR, hint_dir
-from .sender import Sender, notify
-from .wire import ANY_QUEUE, Hint
+from mysqlq.hint.listener import Listener, Wake
+from mysqlq.hint.local import RUN_DIR, hint_dir
+from mysqlq.hint.sender import Sender, notify
+from mysqlq.hint.wire import ANY_QUEUE, Hint
 
 __all__ = ["ANY_QUEUE", "RUN_DIR", "Hint", "Listener", "Sender", "Wake", "hint_dir", "notify"]

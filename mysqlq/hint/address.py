@@ -5,32 +5,9 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-from ..config import Dsn
-from ..errors import ConfigError
-
-Address = tuple[str, int]
-
-
-def parse_bind(spec: str) -> Address | str:
-    """``auto``, ``off``, or ``ADDR[:PORT]`` (IPv6 as ``[ADDR]:PORT``; port 0 or none: any free port)."""
-    text = spec.strip()
-    if text.lower() in ("auto", "off"):
-        return text.lower()
-    host, port = text, "0"
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        if rest and not rest.startswith(":"):
-            raise ConfigError(f"hint bind address {spec!r}: expected [IPV6]:PORT")
-        port = rest[1:] or "0"
-    elif text.count(":") == 1:
-        host, port = text.split(":")
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        raise ConfigError(f"hint bind address {spec!r}: not an IP address (or auto, off)") from None
-    if not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"hint bind address {spec!r}: the port must be a number from 0 to 65535")
-    return str(address), int(port)
+from mysqlq.core.addresses import Address, parse_bind
+from mysqlq.core.config import Dsn
+from mysqlq.core.errors import ConfigError
 
 
 def route_address(dsn: Dsn) -> str | None:

@@ -18,10 +18,11 @@ from typing import ClassVar
 
 import structlog
 
-from ..config import Dsn
-from ..db import Database, RetryPolicy
-from ..store import hints as store
-from . import address, wire
+from mysqlq.core.addresses import Address
+from mysqlq.core.config import Dsn
+from mysqlq.hint import address, wire
+from mysqlq.store import hints as store
+from mysqlq.store.db import Database, RetryPolicy
 
 TTL = 5.0  # seconds a read of the registry is used for
 IDLE_CLOSE = 2 * TTL  # the thread ends, closing its connection, after this long without hints
@@ -35,7 +36,7 @@ class Target:
     host: str
     pid: int
     queues: frozenset[str]
-    sockaddr: address.Address | None
+    sockaddr: Address | None
     key: bytes | None
 
     def serves(self, queue: str) -> bool:
@@ -119,7 +120,7 @@ class Directory:
             self._warn_unreached(serving)
         return sent
 
-    def _socket(self, sockaddr: address.Address) -> socket.socket:
+    def _socket(self, sockaddr: Address) -> socket.socket:
         family = socket.AF_INET6 if ":" in sockaddr[0] else socket.AF_INET
         sock = self._sockets.get(family)
         if sock is None:

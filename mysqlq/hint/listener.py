@@ -15,11 +15,11 @@ from typing import Any
 
 import structlog
 
-from ..config import Settings
-from . import address
-from .limit import WakeBudget
-from .local import MAX_DATAGRAMS, LocalListener
-from .wire import ANY_QUEUE, Hint, Rejected, Verifier, new_key
+from mysqlq.core.config import Settings
+from mysqlq.hint import address
+from mysqlq.hint.limit import WakeBudget
+from mysqlq.hint.local import MAX_DATAGRAMS, LocalListener
+from mysqlq.hint.wire import ANY_QUEUE, Hint, Rejected, Verifier, new_key
 
 RECEIVE_BUFFER = 1 << 18  # room for bursts of hints while the worker is busy
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import structlog
 
-from ..config import Settings
-from .wire import Hint
+from mysqlq.core.config import Settings
+from mysqlq.hint.wire import Hint
 
 RUN_DIR = Path("/run/mysqlq")
 MAX_DATAGRAMS = 256  # read per wake-up, so that a flood cannot keep the worker reading forever

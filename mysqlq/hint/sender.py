@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..config import Settings
-from .directory import Directory
-from .local import LocalSender
+from mysqlq.core.config import Settings
+from mysqlq.hint.directory import Directory
+from mysqlq.hint.local import LocalSender
 
 
 class Sender:

@@ -1,7 +1,7 @@
 """The only code that runs SQL: small functions over a cursor, one module per concern.
 
-Each function runs named statements from ``mysqlq/sql/queries.sql``; callers decide the retry
-(``mysqlq.db.Database.run``) and the transaction.
+Each function runs named statements from ``mysqlq/store/sql/queries.sql``; callers decide the retry
+(``mysqlq.store.db.Database.run``) and the transaction.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..db import Cursor
-from ..sql import query
+from mysqlq.store.db import Cursor
+from mysqlq.store.sql import query
 
 
 def expand(name: str, count: int) -> str:

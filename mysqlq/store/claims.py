@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..db import Cursor
-from ..jobs import ClaimedJob
-from . import execute, execute_in
+from mysqlq.core.jobs import ClaimedJob
+from mysqlq.store import execute, execute_in
+from mysqlq.store.db import Cursor
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..db import Cursor
-from . import execute
+from mysqlq.store import execute
+from mysqlq.store.db import Cursor
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
-from ..db import Connection, Cursor
-from ..sql import query
+from mysqlq.store.db import Connection, Cursor
+from mysqlq.store.sql import query
 
-# The columns of a job row (mysqlq.jobs.Job.row), in the order of job_values' placeholders.
+# The columns of a job row (mysqlq.core.jobs.Job.row), in the order of job_values' placeholders.
 NAMES = ("queue", "handler", "payload", "status", "priority", "run_at", "delay_us", "max_attempts",
          "time_limit", "dedupe_key", "dedupe_scope", "concurrency_key")
 # Those that differ from job to job. The others (queue, handler, status, priority...) repeat: a row
@@ -64,7 +64,7 @@ class RowRenderer:
     template is job_values_due, which the server evaluates faster).
 
     The templates hold bytes escaped for one connection character set: use a renderer only with
-    connections opened alike (mysqlq's own, by mysqlq.db.connect).
+    connections opened alike (mysqlq's own, by mysqlq.store.db.connect).
     """
 
     def __init__(self) -> None:

@@ -1,4 +1,4 @@
-"""Concurrency limits' statements (``mysqlq/sql/limits.sql``): admitting claimed jobs that carry a
+"""Concurrency limits' statements (``mysqlq/store/sql/limits.sql``): admitting claimed jobs that carry a
 key, and settling keys: slots given back by jobs that moved on, the oldest waiting jobs made ready.
 
 Every function here works key by key, in key order, each key's row in ``mysqlq_semaphores`` locked
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from ..db import Cursor
-from . import execute, execute_in
+from mysqlq.store import execute, execute_in
+from mysqlq.store.db import Cursor
 
 SCAN = 100  # waiting jobs read at a time when making jobs ready
 SWEEP = 100  # keys the leader settles per sweep

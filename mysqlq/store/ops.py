@@ -1,4 +1,4 @@
-"""Operator statements (``mysqlq/sql/ops.sql``): inspect jobs, retry, cancel, pause, throughput, retention."""
+"""Operator statements (``mysqlq/store/sql/ops.sql``): inspect jobs, retry, cancel, pause, throughput, retention."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..db import Cursor
-from . import execute, execute_in
-from . import limits as limits_store
+from mysqlq.store import execute, execute_in
+from mysqlq.store import limits as limits_store
+from mysqlq.store.db import Cursor
 
 # The smallest finished_at there is: where a walk of a (status, queue) range starts.
 START = dt.datetime(1000, 1, 1)

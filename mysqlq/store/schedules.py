@@ -1,4 +1,4 @@
-"""Schedule state (``mysqlq/sql/schedules.sql``): per entry, the tick enqueued last and the one due next."""
+"""Schedule state (``mysqlq/store/sql/schedules.sql``): per entry, the tick enqueued last and the one due next."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..db import Cursor
-from . import execute, execute_in, jobs
+from mysqlq.store import execute, execute_in, jobs
+from mysqlq.store.db import Cursor
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ def _aware(moment: datetime | None) -> datetime | None:
 
 
 def _naive(moment: datetime) -> datetime:
-    """What a DATETIME column takes: the UTC wall time (sessions run in UTC, see mysqlq.db.connect)."""
+    """What a DATETIME column takes: the UTC wall time (sessions run in UTC, see mysqlq.store.db.connect)."""
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 

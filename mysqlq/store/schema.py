@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 import MySQLdb
 
-from ..db import Cursor, error_code
-from ..errors import ConfigError, SchemaError
-from ..sql import migrations, query
-from . import execute
+from mysqlq.core.errors import ConfigError, SchemaError
+from mysqlq.store import execute
+from mysqlq.store.db import Cursor, error_code
+from mysqlq.store.sql import migrations, query
 
 NO_SUCH_TABLE = 1146
 MIGRATION_LEASE = 300.0  # seconds a migration holds its lock without progress before others may take it
@@ -126,3 +126,15 @@ def _take_lock(cur: Cursor, holder: str, wait: float) -> None:
 
 def _extend_lock(cur: Cursor, holder: str) -> bool:
     return execute(cur, "take_migration_lock", {"holder": holder, "lease_us": round(MIGRATION_LEASE * 1e6)}) == 1
+
+
+def check_schema(cur: Cursor) -> None:
+    """Refuse a database whose schema is missing, older or newer than this mysqlq expects."""
+    have, want = applied_version(cur), latest_version()
+    if have == want:
+        return
+    if have == 0:
+        raise SchemaError("the mysqlq schema is missing: run `mysqlq migrate`")
+    if have < want:
+        raise SchemaError(f"the schema is at version {have}, this mysqlq needs {want}: run `mysqlq migrate`")
+    raise SchemaError(f"the schema is at version {have}, newer than this mysqlq knows ({want}): upgrade mysqlq")

@@ -1,4 +1,4 @@
-"""What ``mysqlq web`` reads beyond the operations statements (``mysqlq/sql/web.sql``)."""
+"""What ``mysqlq web`` reads beyond the operations statements (``mysqlq/store/sql/web.sql``)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from ..db import Cursor
-from . import execute, execute_in
-from . import ops as ops_store
+from mysqlq.store import execute, execute_in
+from mysqlq.store import ops as ops_store
+from mysqlq.store.db import Cursor
 
 LIVE_STATUSES = ("ready", "scheduled", "running", "dead")
 FINISHED = ("done", "dead", "cancelled")

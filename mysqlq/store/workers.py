@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..db import Cursor
-from . import execute, execute_in
+from mysqlq.store import execute, execute_in
+from mysqlq.store.db import Cursor
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .app import WebSettings, create_app
+from mysqlq.web.app import WebSettings, create_app
 
 __all__ = ["WebSettings", "create_app"]

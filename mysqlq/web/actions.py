@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import hint
-from ..config import Settings
-from ..db import Cursor
-from ..errors import MysqlqError, NotFound
-from ..revive import retry_every_dead
-from ..store import ops as ops_store
+from mysqlq import hint
+from mysqlq.core.config import Settings
+from mysqlq.core.errors import MysqlqError, NotFound
+from mysqlq.store import ops as ops_store
+from mysqlq.store.db import Cursor
+from mysqlq.store.revive import retry_every_dead
 
 Run = Callable[[Callable[[Cursor], Any]], Any]
 

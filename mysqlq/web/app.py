@@ -15,17 +15,17 @@ from flask import Flask, Response, flash, g, redirect, render_template, request,
 from werkzeug.exceptions import Forbidden, HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
-from .. import logs
-from ..config import Settings
-from ..db import CLI_RETRY, Cursor, Database
-from ..errors import MysqlqError
-from ..errors import NotFound as JobNotFound
-from ..jobs import STATUSES
-from ..store import ops as ops_store
-from ..store import web as web_store
-from . import actions, chart, metrics, snapshot
-from .access import CSRF_COOKIE, CSRF_FIELD, TOKEN_COOKIE, Access
-from .inputs import job_id_or_none, local_path, name_filter, queue_name
+from mysqlq.core import logs
+from mysqlq.core.config import Settings
+from mysqlq.core.errors import MysqlqError
+from mysqlq.core.errors import NotFound as JobNotFound
+from mysqlq.core.jobs import STATUSES
+from mysqlq.store import ops as ops_store
+from mysqlq.store import web as web_store
+from mysqlq.store.db import CLI_RETRY, Cursor, Database
+from mysqlq.web import actions, chart, metrics, snapshot
+from mysqlq.web.access import CSRF_COOKIE, CSRF_FIELD, TOKEN_COOKIE, Access
+from mysqlq.web.inputs import job_id_or_none, local_path, name_filter, queue_name
 
 T = TypeVar("T")
 log = structlog.get_logger("mysqlq.web")

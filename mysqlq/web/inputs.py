@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from werkzeug.exceptions import NotFound
 
-from ..config import check_name
-from ..errors import MysqlqError
+from mysqlq.core.config import check_name
+from mysqlq.core.errors import MysqlqError
 
 
 def local_path(value: str | None, default: str = "/") -> str:

@@ -12,8 +12,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from ..errors import MysqlqError
-from . import snapshot
+from mysqlq.core.errors import MysqlqError
+from mysqlq.web import snapshot
 
 log = structlog.get_logger("mysqlq.web")
 

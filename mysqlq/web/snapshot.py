@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..db import Cursor
-from ..store import ops as ops_store
-from ..store import web as web_store
-from ..store import workers as worker_store
+from mysqlq.store import ops as ops_store
+from mysqlq.store import web as web_store
+from mysqlq.store import workers as worker_store
+from mysqlq.store.db import Cursor
 
 # Jobs count as finished for the counters once they ended this long ago: an outcome's finished_at is
 # stamped when its statement runs and becomes visible at commit, a moment later.

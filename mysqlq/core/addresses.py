@@ -1,0 +1,47 @@
+"""Socket addresses as people write them: ``HOST:PORT``, ``[IPV6]:PORT``, ``ADDR`` alone."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from mysqlq.core.errors import ConfigError
+
+Address = tuple[str, int]
+
+
+def parse_address(spec: str, what: str, port_required: bool = False, numeric: bool = True,
+                  extra: str = "") -> Address:
+    """``ADDR[:PORT]`` (IPv6 as ``[ADDR]:PORT``) → (host, port); a missing port is 0 unless
+    ``port_required``. With ``numeric`` the host must be an IP address. ConfigError names ``what``
+    (``extra`` follows its "not an IP address")."""
+    text = spec.strip()
+    host, port = text, ""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            raise ConfigError(f"{what} {spec!r}: expected [IPV6]:PORT")
+        port = rest[1:]
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    if not numeric and not host:
+        raise ConfigError(f"{what} {spec!r}: no host")
+    if port_required and not port:
+        raise ConfigError(f"{what} {spec!r}: expected HOST:PORT, e.g. 127.0.0.1:8080")
+    if numeric:
+        try:
+            host = str(ipaddress.ip_address(host))
+        except ValueError:
+            raise ConfigError(f"{what} {spec!r}: not an IP address{extra}") from None
+    port = port or "0"
+    if not port.isdigit() or int(port) > 65535 or (port_required and int(port) == 0):
+        low = 1 if port_required else 0
+        raise ConfigError(f"{what} {spec!r}: the port must be a number from {low} to 65535")
+    return host, int(port)
+
+
+def parse_bind(spec: str) -> Address | str:
+    """A hint bind address: ``auto``, ``off``, or ``ADDR[:PORT]`` (port 0 or none: any free port)."""
+    text = spec.strip()
+    if text.lower() in ("auto", "off"):
+        return text.lower()
+    return parse_address(text, "hint bind address", extra=" (or auto, off)")

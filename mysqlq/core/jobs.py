@@ -1,0 +1,161 @@
+"""What a job is: the validated description a producer enqueues and the claimed row a worker runs."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from mysqlq.core.config import Settings, check_name
+from mysqlq.core.errors import InvalidJob
+
+# 'blocked': a job whose concurrency key has no free slot (mysqlq.worker.limits); last, as in the schema's ENUM.
+STATUSES = ("ready", "scheduled", "running", "done", "dead", "cancelled", "blocked")
+MAX_DEDUPE_KEY = 191
+MAX_CONCURRENCY_KEY = 191
+MAX_ATTEMPTS_LIMIT = 1000
+# The range of the schema's DATETIME(6) columns (run_at), a day inside it so that a client clock
+# ahead of the server's cannot push a job past the end.
+EARLIEST_RUN_AT = datetime(1000, 1, 2)
+LATEST_RUN_AT = datetime(9999, 12, 30)
+# How long a dedupe key holds: until the job is purged, or only while it is ready, scheduled or running.
+DEDUPE_SCOPES = ("forever", "active")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job to enqueue. ``delay`` (seconds) and ``run_at`` (a datetime, naive means UTC) are exclusive."""
+
+    handler: str
+    payload: Any = None
+    queue: str = "default"
+    delay: float = 0.0
+    run_at: datetime | None = None
+    priority: int = 0
+    dedupe_key: str | None = None
+    max_attempts: int | None = None
+    time_limit: float | None = None
+    dedupe_scope: str = "forever"
+    concurrency_key: str | None = None
+
+    def row(self, settings: Settings) -> tuple[Any, ...]:
+        """The insert_jobs parameters, after checking every field (InvalidJob says what is wrong)."""
+        check_name("handler", self.handler, InvalidJob)
+        check_name("queue", self.queue, InvalidJob)
+        payload = encode_payload(self.payload, settings.max_payload_bytes)
+        check_delay(self.delay)
+        if self.delay and self.run_at is not None:
+            raise InvalidJob("give either delay or run_at, not both")
+        if not isinstance(self.priority, int) or not -32768 <= self.priority <= 32767:
+            raise InvalidJob(f"priority must be an integer from -32768 to 32767, got {self.priority!r}")
+        if self.dedupe_key is not None and not 0 < len(self.dedupe_key) <= MAX_DEDUPE_KEY:
+            raise InvalidJob(f"dedupe key must be 1 to {MAX_DEDUPE_KEY} characters long")
+        if self.concurrency_key is not None and (not isinstance(self.concurrency_key, str)
+                                                 or not 0 < len(self.concurrency_key) <= MAX_CONCURRENCY_KEY):
+            raise InvalidJob(f"concurrency key must be a string of 1 to {MAX_CONCURRENCY_KEY} characters")
+        if self.dedupe_scope not in DEDUPE_SCOPES:
+            raise InvalidJob(f"dedupe scope must be 'forever' or 'active', got {self.dedupe_scope!r}")
+        attempts = settings.max_attempts if self.max_attempts is None else self.max_attempts
+        if not isinstance(attempts, int) or not 1 <= attempts <= MAX_ATTEMPTS_LIMIT:
+            raise InvalidJob(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS_LIMIT}, got {attempts!r}")
+        if self.time_limit is not None and (not isinstance(self.time_limit, int | float)
+                                            or not 0 < self.time_limit < 2**31):
+            raise InvalidJob(f"time limit must be a positive number of seconds, got {self.time_limit!r}")
+        run_at = check_run_at(self.run_at) if self.run_at is not None else None
+        status = "scheduled" if self.delay > 0 or run_at is not None else "ready"
+        time_limit = math.ceil(self.time_limit) if self.time_limit is not None else None
+        return (self.queue, self.handler, payload, status, self.priority, run_at,
+                round(self.delay * 1_000_000), attempts, time_limit, self.dedupe_key, self.dedupe_scope,
+                self.concurrency_key)
+
+
+# Delays up to this many seconds (about 31 years) end long before year 9999: no clock reading needed.
+PLAINLY_VALID_DELAY = 1e9
+
+
+def check_delay(delay: Any) -> None:
+    """Refuse a delay that is not a number of seconds the schema's run_at can hold (NaN, inf, 1e20...)."""
+    if type(delay) in (int, float) and 0 <= delay <= PLAINLY_VALID_DELAY:
+        return
+    latest = (LATEST_RUN_AT - datetime.now(UTC).replace(tzinfo=None)).total_seconds()
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= latest:
+        raise InvalidJob(f"delay must be a number of seconds >= 0 that ends before year 9999 (at most "
+                         f"{latest:.4g}), got {delay!r}")
+
+
+def check_run_at(moment: Any) -> datetime:
+    """``run_at`` as the naive UTC time the schema stores, refusing what DATETIME(6) cannot hold."""
+    if not isinstance(moment, datetime):
+        raise InvalidJob(f"run_at must be a datetime, got {moment!r}")
+    naive = utc_naive(moment)
+    if not EARLIEST_RUN_AT <= naive <= LATEST_RUN_AT:
+        raise InvalidJob(f"run_at must be between {EARLIEST_RUN_AT:%Y-%m-%d} and {LATEST_RUN_AT:%Y-%m-%d}, "
+                         f"got {naive.isoformat()}")
+    return naive
+
+
+# One encoder made once (``json.dumps`` with options builds a new one per call: it runs per job).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def encode_payload(payload: Any, limit: int) -> bytes:
+    """JSON-encode a payload, refusing what JSON cannot hold (NaN and Infinity included: they are not
+    JSON), what is nested too deeply to encode, and what is over the size limit."""
+    try:
+        data = _ENCODER.encode(payload).encode()
+    except (TypeError, ValueError) as exc:
+        raise InvalidJob(f"payload cannot be stored as JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidJob("payload is nested too deeply to be stored as JSON") from None
+    if len(data) > limit:
+        raise InvalidJob(f"payload is {len(data)} bytes; the limit is {limit} (max_payload_bytes)")
+    return data
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+_STRICT = json.JSONDecoder(parse_constant=_not_json)
+
+
+def decode_payload(data: bytes) -> Any:
+    """Decode a stored payload; ValueError for anything that is not strict JSON: bad bytes, NaN,
+    Infinity and -Infinity (Python's json reads those, but they are not JSON), or nesting too
+    deep to decode. A worker marks such a job dead at once: no attempt can succeed."""
+    return loads_strict(data)
+
+
+def loads_strict(document: str | bytes) -> Any:
+    """``json.loads`` that accepts only JSON: ValueError for NaN/Infinity and for nesting too deep.
+
+    One decoder made once (``json.loads`` with options builds a new one per call: it runs per job).
+    """
+    try:
+        return _STRICT.decode(document.decode() if isinstance(document, bytes) else document)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def utc_naive(moment: datetime) -> datetime:
+    """The UTC wall time the database stores (naive datetimes are taken to be UTC already)."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment
+
+
+@dataclass(slots=True)
+class ClaimedJob:
+    """A job as a worker holds it after a claim."""
+
+    id: int
+    queue: str
+    handler: str
+    payload: bytes
+    attempt: int
+    max_attempts: int
+    time_limit: float | None
+    age: float  # seconds since it was enqueued, at claim time
+    concurrency_key: str | None = None  # see mysqlq.worker.limits

@@ -1,0 +1,146 @@
+"""Logging: structlog configured once, by the CLI, as console lines, JSON or journal entries."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+import time
+from collections.abc import MutableMapping
+from typing import Any, TextIO
+
+import structlog
+
+FORMATS = ("auto", "console", "json", "journal")
+
+
+def stderr_is_journal() -> bool:
+    """True when systemd connected stderr to the journal (JOURNAL_STREAM names stderr's device:inode).
+
+    Comparing, rather than only testing that the variable is set, keeps a child process whose
+    stderr was redirected (inherited environment, different stream) on console output.
+    """
+    stream = os.environ.get("JOURNAL_STREAM", "")
+    if not stream:
+        return False
+    try:
+        stat = os.fstat(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    return stream == f"{stat.st_dev}:{stat.st_ino}"
+
+
+class ConsoleLine:
+    """Renders ``2026-11-21 00:44:38 info    job.done job_id=42 queue=default ...``.
+
+    Written for every job, so it is kept cheap: the timestamp is formatted once per second and
+    values are written as they are (quoted only when they hold spaces).
+    """
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._stamp = ""
+
+    def __call__(self, logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> str:
+        second = int(time.time())
+        if second != self._second:
+            self._second, self._stamp = second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
+        level = event_dict.pop("level", name)
+        event = event_dict.pop("event", "")
+        trace = event_dict.pop("exception", None)
+        fields = " ".join(f"{key}={_value(value)}" for key, value in event_dict.items())
+        line = f"{self._stamp} {level:<7} {event} {fields}".rstrip()
+        return f"{line}\n{trace}" if trace else line
+
+
+def _value(value: Any) -> str:
+    if type(value) is int or type(value) is float:  # ids, attempts, durations: never quoted
+        return str(value)
+    text = str(value)
+    return repr(text) if not text or " " in text or "\n" in text else text
+
+
+class BufferedLogger:
+    """Writes rendered lines to stderr through a buffer that the worker flushes after each batch
+    and before it waits (see :func:`flush`), instead of one system call per line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._write = stream.write
+
+    def msg(self, message: str) -> None:
+        self._write(message + "\n")
+
+    debug = info = warning = warn = error = critical = exception = fatal = log = msg
+
+
+_buffer: TextIO | None = None
+
+
+def flush() -> None:
+    """Write out buffered log lines (cheap when there are none)."""
+    if _buffer is not None:
+        _buffer.flush()
+
+
+def _buffered_stderr() -> TextIO:
+    global _buffer
+    if _buffer is None:
+        raw = open(sys.stderr.fileno(), "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115
+                   errors="replace", closefd=False)
+        _buffer = raw
+        atexit.register(flush)
+    return _buffer
+
+
+def fatal(line: str, fmt: str | None = None, **fields: str | None) -> None:
+    """Report the one line a command fails with, at error priority wherever it goes.
+
+    Under systemd stderr is a journal stream that journald files at info, so ``journalctl -p err``
+    would miss why a worker cannot start. With journal output the line becomes an entry of its own
+    with PRIORITY=3 (and goes to stderr too when stderr is a terminal or a file); console or JSON
+    output into a journal stream gets the ``<3>`` prefix that journald reads as the priority.
+    """
+    flush()
+    journal_stream = stderr_is_journal()
+    if fmt == "journal" or (fmt in (None, "auto") and journal_stream):
+        try:
+            from systemd import journal
+
+            extra = {key.upper(): value for key, value in fields.items() if value is not None}
+            journal.send(line, PRIORITY="3", SYSLOG_IDENTIFIER="mysqlq", MYSQLQ_EVENT="command.failed", **extra)
+            if journal_stream:
+                return
+        except OSError:
+            pass  # no journald to talk to: stderr is all there is
+    prefix = "<3>" if journal_stream else ""
+    sys.stderr.write(f"{prefix}{line}\n")
+    sys.stderr.flush()
+
+
+def configure(fmt: str = "auto", level: str = "info") -> str:
+    """Configure structlog for the whole process; returns the format chosen for ``auto``."""
+    if fmt == "auto":
+        fmt = "journal" if stderr_is_journal() else "console"
+    numeric = logging.getLevelNamesMapping()[level.upper()]
+    processors: list[Any] = [structlog.processors.add_log_level]
+    if fmt == "journal":
+        from mysqlq.core import journal
+
+        processors += [structlog.processors.format_exc_info, journal.JournalRenderer()]
+        factory: Any = journal.logger_factory
+    else:
+        if fmt == "json":
+            processors += [structlog.processors.TimeStamper(fmt="iso", utc=True),
+                           structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+        else:
+            processors += [structlog.processors.format_exc_info, ConsoleLine()]
+        stream = _buffered_stderr()
+        factory = lambda *args: BufferedLogger(stream)  # noqa: E731
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=factory,
+        cache_logger_on_first_use=True,
+    )
+    return fmt

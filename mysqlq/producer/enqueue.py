@@ -1,0 +1,185 @@
+"""The producer API: enqueue jobs on mysqlq's own connection or inside the caller's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from mysqlq import hint
+from mysqlq.core.config import Dsn, Settings
+from mysqlq.core.errors import InvalidJob
+from mysqlq.core.jobs import Job
+from mysqlq.store import jobs as store
+from mysqlq.store.db import CLI_RETRY, Connection, Cursor, Database
+from mysqlq.store.schema import check_schema
+
+BULK_CHUNK = 1000  # jobs per INSERT of enqueue_many, at most
+BULK_BYTES = 4 * 1024 * 1024  # an INSERT of enqueue_many ends once its payloads reach this many bytes
+
+
+class Producer:
+    """Enqueues jobs on a connection of its own (autocommit), then hints idle workers (mysqlq.hint).
+
+    >>> with Producer(Settings(dsn=Dsn.parse("mysql://app:pw@db/app"))) as q:
+    ...     job_id = q.enqueue("mail.send", {"to": "a@example.com"})
+    """
+
+    def __init__(self, settings: Settings | None = None, *, dsn: str | None = None) -> None:
+        if settings is None:
+            settings = Settings(dsn=Dsn.parse(dsn)) if dsn else Settings()
+        self.settings = settings
+        self.db = Database(settings.dsn, retry=CLI_RETRY, on_connect=self._on_connect)
+        self.hints = hint.Sender(settings)
+        self.renderer = store.RowRenderer()  # its connections are all opened alike (mysqlq.store.db.connect)
+
+    def _on_connect(self, conn: Connection) -> None:
+        with conn.cursor() as cur:
+            check_schema(cur)
+
+    def enqueue(
+        self,
+        handler: str,
+        payload: Any = None,
+        *,
+        queue: str = "default",
+        delay: float = 0.0,
+        run_at: datetime | None = None,
+        priority: int = 0,
+        dedupe_key: str | None = None,
+        max_attempts: int | None = None,
+        time_limit: float | None = None,
+        dedupe_scope: str = "forever",
+        concurrency_key: str | None = None,
+    ) -> int:
+        """Enqueue one job and return its id (with a taken dedupe key: the existing job's id).
+
+        ``dedupe_scope``: "forever" holds the key until the job is purged, "active" only until it
+        ends (done, dead or cancelled). ``concurrency_key``: at most the handler's
+        ``concurrency_limit`` jobs with this key run at once (see mysqlq.worker.limits).
+        """
+        job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
+                  dedupe_scope, concurrency_key)
+        row = job.row(self.settings)
+        job_id = self.db.run(lambda cur: store.insert_job(cur, row, self.renderer))
+        self.hints.notify((queue,), delay)
+        return job_id
+
+    def enqueue_many(self, jobs: Iterable[Job], progress: Callable[[int], object] | None = None) -> int:
+        """Enqueue many jobs in multi-row INSERTs of one transaction, all or nothing; returns how many
+        were new (a job whose dedupe key is taken is skipped).
+
+        Jobs are checked a chunk at a time, while the server inserts the chunk before; a bad job
+        (InvalidJob names its position) rolls back every chunk already sent, so nothing is written.
+        ``progress`` hears of each chunk inserted.
+        """
+        try:
+            batch = list(jobs)
+        except TypeError:
+            raise InvalidJob(f"enqueue_many takes an iterable of mysqlq.Job, got {type(jobs).__name__}") from None
+        wrong = next((n for n, job in enumerate(batch) if not isinstance(job, Job)), None)
+        if wrong is not None:
+            raise InvalidJob(f"enqueue_many takes mysqlq.Job objects; item {wrong} is {type(batch[wrong]).__name__}")
+        inserted = self.db.run(lambda cur: self._insert_all(cur, batch, progress))
+        self.hints.notify({job.queue for job in batch})
+        return inserted
+
+    def _chunks(self, batch: list[Job]) -> Iterator[list[tuple[Any, ...]]]:
+        """The checked rows of ``batch``, BULK_CHUNK jobs or BULK_BYTES of payload at a time (so that
+        one statement stays well under the server's max_allowed_packet, 16 MiB by default)."""
+        settings = self.settings
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        for n, job in enumerate(batch):
+            try:
+                row = job.row(settings)
+            except InvalidJob as exc:
+                raise InvalidJob(f"item {n}: {exc}") from None
+            rows.append(row)
+            size += len(row[2])
+            if len(rows) == BULK_CHUNK or size >= BULK_BYTES:
+                yield rows
+                rows, size = [], 0
+        if rows:
+            yield rows
+
+    def _insert_all(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None) -> int:
+        conn = cur.connection
+        conn.begin()
+        try:
+            total, sent = 0, 0
+            with store.bulk_insert(cur, self.renderer) as bulk:
+                for rows in self._chunks(batch):  # checked while the server inserts the chunk before
+                    total += bulk.send(rows)
+                    if sent and progress:
+                        progress(sent)
+                    sent = len(rows)
+                total += bulk.wait()
+                if sent and progress:
+                    progress(sent)
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        return total
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """A transaction on the producer's connection: your statements and enqueues commit together.
+
+        Workers are hinted after the commit, never before.
+        """
+        conn = self.db.conn
+        conn.begin()
+        tx = Transaction(conn, self.settings)
+        try:
+            yield tx
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        if tx.queues:
+            self.hints.notify(tx.queues)
+
+    def close(self) -> None:
+        self.db.close()
+        self.hints.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Transaction:
+    """Enqueue inside a transaction the caller controls (the outbox pattern)."""
+
+    def __init__(self, conn: Connection, settings: Settings) -> None:
+        self.conn = conn
+        self.settings = settings
+        self.queues: set[str] = set()
+
+    def cursor(self) -> Cursor:
+        """A cursor for the caller's own statements in the same transaction."""
+        cursor: Cursor = self.conn.cursor()
+        return cursor
+
+    def enqueue(self, handler: str, payload: Any = None, **options: Any) -> int:
+        """Like Producer.enqueue, but the job exists only if the transaction commits."""
+        job = Job(handler, payload, **options)
+        job_id = enqueue_on(self.conn, job, self.settings)
+        self.queues.add(job.queue)
+        return job_id
+
+
+def enqueue_on(conn: Connection, job: Job, settings: Settings | None = None) -> int:
+    """Enqueue on a connection the caller holds, in its current transaction; nothing is committed.
+
+    Call :func:`mysqlq.hint.notify` after your commit to wake idle workers at once;
+    without it the job starts at the workers' next poll.
+    """
+    row = job.row(settings or Settings(dsn=Dsn()))
+    with conn.cursor() as cur:
+        return store.insert_job(cur, row)

@@ -1,0 +1,272 @@
+"""Connections: opening them with the session settings mysqlq relies on, and retrying transient errors."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import MySQLdb
+import MySQLdb.connections
+import MySQLdb.cursors
+import structlog
+
+from mysqlq.core.config import Dsn
+from mysqlq.core.errors import DatabaseUnavailable
+from mysqlq.store.sql import query
+
+T = TypeVar("T")
+Connection = MySQLdb.connections.Connection
+Cursor = MySQLdb.cursors.Cursor
+
+log = structlog.get_logger("mysqlq.db")
+
+# Errors after which the same work may simply be tried again: deadlock, lock wait timeout and a
+# lost certification (rolled back; retried on the same connection), a write refused by a read-only
+# server (the writer moved: retried on a new connection, through the DSN's host list), and every
+# flavour of "the server went away or is restarting".
+DEADLOCK, LOCK_WAIT_TIMEOUT, GR_ROLLBACK = 1213, 1205, 3101
+TRANSIENT_CODES = frozenset(
+    {
+        DEADLOCK,
+        LOCK_WAIT_TIMEOUT,
+        1040,  # too many connections
+        1047,  # WSREP has not yet prepared node for application use (Galera: not in the primary component)
+        1290,  # the server runs with --read-only / --super-read-only (a replica or Group Replication secondary)
+        1836,  # running in read-only mode (MariaDB)
+        GR_ROLLBACK,  # Group Replication (multi-primary): the transaction failed certification at commit
+        1053,  # server shutdown in progress
+        1927,  # connection was killed (MariaDB)
+        2002,  # can't connect through socket
+        2003,  # can't connect to server
+        2006,  # server has gone away
+        2013,  # lost connection during query
+        2055,  # lost connection (system error)
+        4031,  # disconnected by server: client inactive too long
+    }
+)
+ACCESS_DENIED, UNKNOWN_DATABASE = 1045, 1049
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The server or client error number of a MySQLdb exception, if it has one."""
+    args = getattr(exc, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors that a retry on a fresh connection can cure."""
+    if isinstance(exc, MySQLdb.InterfaceError):
+        return True  # the connection object is closed or unusable
+    return isinstance(exc, MySQLdb.OperationalError) and error_code(exc) in TRANSIENT_CODES
+
+
+FAILOVER_CONNECT_TIMEOUT = 3  # seconds per host when a DSN names several: a dead node costs little
+
+
+def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10,
+            use_database: bool = True) -> Connection:
+    """Open an autocommit connection in UTC, translating refusals into one-line errors
+    (``use_database=False``: to the server only, e.g. to create the DSN's database).
+
+    With several hosts, the first that accepts and takes writes is used: a server with ``read_only``
+    or ``super_read_only`` ON (a replica, a Group Replication secondary or a member not ONLINE) and a
+    Galera node not ready for queries are passed over. The error names the last failure when none does.
+    """
+    addresses = dsn.addresses
+    failure: DatabaseUnavailable | None = None
+    for host, port in addresses:
+        timeout = connect_timeout if len(addresses) == 1 else min(connect_timeout, FAILOVER_CONNECT_TIMEOUT)
+        try:
+            conn = _connect_one(dsn, host, port, timeout, use_database)
+        except DatabaseUnavailable as exc:
+            if not exc.transient:
+                raise
+            failure = exc
+            continue
+        refusal = _refuses_writes(conn) if len(addresses) > 1 else None
+        if refusal:
+            failure = DatabaseUnavailable(f"the server at {host}:{port} {refusal}", transient=True)
+            with contextlib.suppress(MySQLdb.Error):
+                conn.close()
+            continue
+        if isolation:
+            with conn.cursor() as cur:
+                cur.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {isolation}")  # validated by Settings
+        return conn
+    assert failure is not None
+    if len(addresses) > 1:
+        raise DatabaseUnavailable(f"none of the {len(addresses)} hosts of the DSN answers (last: {failure})",
+                                  transient=True)
+    raise failure
+
+
+def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_database: bool) -> Connection:
+    kwargs: dict[str, Any] = {
+        "user": dsn.user,
+        "passwd": dsn.password,
+        "charset": "utf8mb4",
+        # The tables' collation. With utf8mb4_general_ci literals, MariaDB 10.11 sorts the claim's
+        # rows (filesort over every ready row) instead of walking the claim index in order.
+        "collation": "utf8mb4_bin",
+        "autocommit": True,
+        "connect_timeout": connect_timeout,
+        "init_command": "SET time_zone = '+00:00'",
+    }
+    if use_database:
+        kwargs["database"] = dsn.database
+    if dsn.unix_socket:
+        kwargs["unix_socket"] = dsn.unix_socket
+    else:
+        kwargs.update(host=host, port=port)
+    try:
+        return MySQLdb.connect(**kwargs)
+    except MySQLdb.OperationalError as exc:
+        code, where = error_code(exc), dsn.unix_socket or f"{host}:{port}"
+        message = exc.args[1] if len(exc.args) > 1 else str(exc)
+        if code == ACCESS_DENIED:
+            raise DatabaseUnavailable(
+                f"access denied for user {dsn.user!r} at {where}: check the DSN's user and password",
+                transient=False,
+            ) from None
+        if code == UNKNOWN_DATABASE:
+            raise DatabaseUnavailable(f"database {dsn.database!r} does not exist on {where}: create it with "
+                                      "`mysqlq migrate --create-database`", transient=False) from None
+        raise DatabaseUnavailable(f"cannot connect to the database at {where}: {message}", transient=True) from None
+
+
+def _refuses_writes(conn: Connection) -> str | None:
+    """Why a server of a multi-host DSN cannot take mysqlq's writes, or None when it can.
+
+    ``read_only`` is honoured even though SUPER (or READ_ONLY ADMIN) users could write past it: it
+    marks a replica, and the writer is elsewhere in the list.
+    """
+    try:
+        with conn.cursor() as cur:
+            cur.execute(query("server_role"))
+            flags = {str(name).lower(): str(value).upper() == "ON" for name, value in cur.fetchall()}
+            for name in ("super_read_only", "read_only"):
+                if flags.get(name):
+                    return f"is read-only ({name}=ON)"
+            if flags.get("wsrep_on"):
+                cur.execute(query("wsrep_ready"))
+                row = cur.fetchone()
+                if row is None or str(row[1]).upper() != "ON":
+                    return "is not ready for queries (wsrep_ready=OFF)"
+    except MySQLdb.Error as exc:
+        return f"failed its first query ({exc})"
+    return None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to keep retrying transient errors: ``attempts=None`` means forever."""
+
+    attempts: int | None = 5
+    first_delay: float = 0.05
+    max_delay: float = 5.0
+
+    def delay(self, attempt: int) -> float:
+        base = min(self.max_delay, self.first_delay * 2 ** (attempt - 1))
+        return float(base * random.uniform(0.5, 1.0))
+
+
+CLI_RETRY = RetryPolicy(attempts=5)
+FOREVER = RetryPolicy(attempts=None)
+STOP_GRACE = 1.0  # seconds a retry loop keeps trying after a stop request (a deadlock still gets its retries)
+
+
+class StopRequested(Exception):
+    """Raised by :meth:`Database.run` instead of retrying further once the process was asked to stop."""
+
+
+class Database:
+    """One connection that reopens itself after transient errors and retries the failed unit of work.
+
+    Units passed to :meth:`run` must be safe to repeat: mysqlq's are single autocommit statements
+    or statements fenced by a claim token.
+    """
+
+    def __init__(
+        self,
+        dsn: Dsn,
+        *,
+        isolation: str | None = None,
+        retry: RetryPolicy = CLI_RETRY,
+        on_connect: Callable[[Connection], None] | None = None,
+        on_pause: Callable[[], None] | None = None,
+        stop_requested: Callable[[], float | None] | None = None,
+    ) -> None:
+        self.dsn = dsn
+        self.isolation = isolation
+        self.retry = retry
+        self.on_connect = on_connect
+        self.on_pause = on_pause  # called while waiting to retry (a worker keeps its watchdog fed)
+        # The monotonic time a stop was requested, or None: a worker's retries end soon after it.
+        self.stop_requested = stop_requested
+        self._conn: Connection | None = None
+
+    @property
+    def conn(self) -> Connection:
+        """The open connection, connecting (once, no retry) if there is none."""
+        if self._conn is None:
+            self._conn = connect(self.dsn, isolation=self.isolation)
+            if self.on_connect is not None:
+                self.on_connect(self._conn)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(MySQLdb.Error):
+                self._conn.close()
+            self._conn = None
+
+    def run(self, unit: Callable[[Cursor], T]) -> T:
+        """Run ``unit`` with a cursor, reconnecting and retrying on transient errors."""
+        attempt = 0
+        failing_since = 0.0
+        while True:
+            attempt += 1
+            try:
+                with self.conn.cursor() as cur:
+                    return unit(cur)
+            except DatabaseUnavailable as exc:
+                # A CLI that cannot connect at all says so at once; a worker waits for the server.
+                if not exc.transient or self._exhausted(attempt) or (attempt == 1 and self.retry.attempts):
+                    raise
+                failing_since = failing_since or time.monotonic()
+                self._pause(exc, attempt, failing_since)
+            except MySQLdb.Error as exc:
+                if not is_transient(exc) or self._exhausted(attempt):
+                    raise
+                if error_code(exc) not in (DEADLOCK, LOCK_WAIT_TIMEOUT, GR_ROLLBACK):
+                    self.close()
+                failing_since = failing_since or time.monotonic()
+                self._pause(exc, attempt, failing_since)
+
+    def _exhausted(self, attempt: int) -> bool:
+        return self.retry.attempts is not None and attempt >= self.retry.attempts
+
+    def _pause(self, exc: BaseException, attempt: int, failing_since: float) -> None:
+        delay = self.retry.delay(attempt)
+        log.warning("db.retry", error=str(exc), attempt=attempt, delay=round(delay, 3))
+        if self.on_pause is not None:
+            self.on_pause()
+        if self.stop_requested is None:
+            time.sleep(delay)
+            return
+        # In slices, so that a stop request (a signal handler sets it) ends the wait soon. Each
+        # unit of work still gets STOP_GRACE of retries after the stop (a deadlock in the last
+        # outcome write of a clean shutdown is retried as always).
+        until = time.monotonic() + delay
+        while True:
+            stopped_at = self.stop_requested()
+            now = time.monotonic()
+            if stopped_at is not None and now - max(stopped_at, failing_since) >= STOP_GRACE:
+                raise StopRequested(f"stopped while the database was unavailable: {exc}")
+            if now >= until:
+                return
+            time.sleep(min(0.1, until - now))

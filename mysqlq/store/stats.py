@@ -1,0 +1,48 @@
+"""Queue statistics, as plain data for the CLI's table and JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mysqlq.core.jobs import STATUSES
+from mysqlq.store import execute
+from mysqlq.store import ops as ops_store
+from mysqlq.store.db import Cursor
+
+THROUGHPUT_WINDOW = 300.0  # seconds of history behind the done-per-minute figure
+HISTORY_CAP = 10_000  # done, dead and cancelled jobs are counted exactly up to this many per queue
+HISTORY = ("done", "dead", "cancelled")
+
+
+def _blank(queue: str, window: float) -> dict[str, Any]:
+    return {"queue": queue, "counts": dict.fromkeys(STATUSES, 0), "capped": [], "oldest_ready_age": None,
+            "paused": False, "throughput": {"window_s": window, "done": 0, "dead": 0, "done_per_min": 0.0}}
+
+
+def queue_stats(cur: Cursor, window: float = THROUGHPUT_WINDOW, cap: int = HISTORY_CAP) -> list[dict[str, Any]]:
+    """One entry per queue: counts by status, the oldest ready job's age in seconds, whether it is
+    paused, and its throughput: jobs that ended done or dead in the last ``window`` seconds.
+
+    Ready, scheduled, blocked and running jobs are counted exactly. Finished ones (done, dead, cancelled)
+    are counted up to ``cap`` per queue: a count that reached it is ``cap`` and its status is listed
+    in ``capped`` (the table shows "10000+"), so that no figure reads the whole history.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for (queue, status), count in ops_store.count_live(cur).items():
+        found.setdefault(queue, _blank(queue, window))["counts"][status] = count
+    for status in HISTORY:
+        for queue, count in ops_store.count_capped(cur, status, cap).items():
+            entry = found.setdefault(queue, _blank(queue, window))
+            entry["counts"][status] = min(count, cap)
+            if count > cap:
+                entry["capped"].append(status)
+    for queue in ops_store.paused_queues(cur):
+        found.setdefault(queue, _blank(queue, window))["paused"] = True
+    for queue, (done, dead) in ops_store.throughput(cur, window).items():
+        rate = found.setdefault(queue, _blank(queue, window))["throughput"]
+        rate.update(done=done, dead=dead, done_per_min=round(done * 60 / window, 2))
+    execute(cur, "oldest_ready_age")
+    for queue, age_us in cur.fetchall():
+        if queue in found and age_us is not None:
+            found[queue]["oldest_ready_age"] = max(0.0, age_us / 1e6)
+    return [found[name] for name in sorted(found)]

@@ -1,0 +1,100 @@
+"""What became of a job, the retry backoff, and recording outcomes in grouped, fenced writes."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from functools import partial
+
+from mysqlq.core.config import Settings
+from mysqlq.core.jobs import ClaimedJob
+from mysqlq.store import claims
+from mysqlq.store.db import Database
+
+MAX_ERROR_CHARS = 60_000
+
+
+@dataclass(slots=True)
+class Outcome:
+    """``done``, ``failed`` (retry if attempts are left) or ``dead`` (never retried); ``lost`` (a
+    transactional completion fenced out) and ``release`` (the database failed under it) are the worker's."""
+
+    kind: str
+    duration: float
+    error: str | None = None
+    recorded: bool = False  # a transactional handler's completion was already committed
+
+
+def backoff(attempt: int, settings: Settings) -> float:
+    """Exponential backoff with jitter: base·2^(attempt-1), capped, then scaled by 0.5–1.5."""
+    base = min(settings.retry_cap, settings.retry_base * 2 ** min(attempt - 1, 60))
+    return float(base * random.uniform(0.5, 1.5))
+
+
+@dataclass
+class OutcomeBuffer:
+    """Outcomes of one batch waiting to be written: successes in one UPDATE, failures one by one.
+
+    Written when the batch ends or when the oldest has waited ``flush_interval`` seconds, so that
+    a slow batch does not hide finished jobs (and their chance to be re-run after a crash). Each
+    flush hands back the outcomes it wrote, in order, so that they are logged only once the write
+    has said whether the claim still held.
+    """
+
+    batch_id: int
+    settings: Settings
+    done: list[int] = field(default_factory=list)
+    failed: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)
+    written: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)  # in order, for the log
+    first_at: float | None = None
+    next_retry: float | None = None  # the shortest retry delay chosen by the last flush, in seconds
+
+    def add(self, job: ClaimedJob, outcome: Outcome) -> None:
+        self.written.append((job, outcome))
+        if outcome.recorded:
+            return
+        if self.first_at is None:
+            self.first_at = time.monotonic()
+        if outcome.kind == "done":
+            self.done.append(job.id)
+        else:
+            self.failed.append((job, outcome))
+
+    def due(self) -> bool:
+        return self.first_at is not None and time.monotonic() - self.first_at >= self.settings.flush_interval
+
+    def flush(self, db: Database, final: bool = False) -> tuple[list[tuple[ClaimedJob, Outcome]], set[int]]:
+        """Write everything pending; returns the outcomes added since the last flush (in order) and
+        the ids among them whose claim had been taken over (nothing was written for those).
+
+        ``final``: every other job of the batch has been written, failed or released already, so
+        the successes are exactly the batch's rows still running: one cheaper statement, no id list.
+        """
+        done, failed, entries = self.done, self.failed, self.written
+        self.done, self.failed, self.written, self.first_at, self.next_retry = [], [], [], None, None
+        lost: set[int] = {job.id for job, outcome in entries if outcome.kind == "lost"}
+        for job, outcome in failed:
+            error = (outcome.error or "")[-MAX_ERROR_CHARS:]
+            if outcome.kind == "failed" and job.attempt < job.max_attempts:
+                delay = backoff(job.attempt, self.settings)
+                self.next_retry = delay if self.next_retry is None else min(self.next_retry, delay)
+                count = db.run(partial(claims.retry, batch_id=self.batch_id, job_id=job.id, delay=delay, error=error))
+            else:
+                count = db.run(partial(claims.bury, batch_id=self.batch_id, job_id=job.id, error=error))
+            if not count:
+                lost.add(job.id)
+        if done:
+            if final:
+                count = db.run(lambda cur: claims.complete_batch(cur, self.batch_id))
+            else:
+                count = db.run(lambda cur: claims.complete(cur, self.batch_id, done))
+            if count < len(done):
+                lost.update(self._which_lost(db, done))
+        return entries, lost
+
+    def _which_lost(self, db: Database, ids: list[int]) -> list[int]:
+        # Rare path: a claim was taken over while we ran. Rows still ours were just marked done,
+        # so any job of ours not done under this batch is the lost one.
+        still_ours = db.run(lambda cur: claims.completed_ids(cur, self.batch_id, ids))
+        return [job_id for job_id in ids if job_id not in still_ours]

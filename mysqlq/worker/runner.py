@@ -1,0 +1,191 @@
+"""Running one claimed job: decode, resolve the handler, enforce the time limit, catch everything."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+import MySQLdb
+
+from mysqlq.core.config import Settings
+from mysqlq.core.errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout
+from mysqlq.core.handlers import Registry, declared_time_limit, is_transactional
+from mysqlq.core.jobs import ClaimedJob, decode_payload
+from mysqlq.store import claims
+from mysqlq.store.db import Connection, is_transient
+from mysqlq.worker.context import JobContext
+from mysqlq.worker.outcomes import Outcome
+
+# What a handler may raise that still only fails its job: sys.exit() and KeyboardInterrupt raised
+# by the handler itself. A real SIGINT never raises (the worker's signal handler only records it).
+JOB_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+
+
+def _raise_timeout(signum: int, frame: object) -> None:
+    raise JobTimeout()
+
+
+class Alarm:
+    """The per-job time limit on the main thread: SIGALRM raises JobTimeout in the running handler.
+
+    The handler is installed once; each job only arms and disarms the timer. Signals reach only
+    the main thread: jobs on other threads are timed by the worker's slots instead.
+    """
+
+    def __init__(self) -> None:
+        self.enabled = threading.current_thread() is threading.main_thread()
+        if self.enabled:
+            signal.signal(signal.SIGALRM, _raise_timeout)
+
+    def arm(self, seconds: float) -> None:
+        if self.enabled:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def disarm(self) -> None:
+        if self.enabled:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def describe(exc: BaseException) -> str:
+    """The error as stored in last_error: one summary line, then the traceback."""
+    summary = f"{type(exc).__name__}: {exc}".rstrip(": ")
+    return summary + "\n\n" + "".join(traceback.format_exception(exc)).rstrip()
+
+
+def timed_out(limit: float, started: float) -> Outcome:
+    return Outcome("failed", time.monotonic() - started, f"JobTimeout: ran past its time limit of {limit:g}s")
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A job ready to call: its handler resolved, its payload decoded, its limit known."""
+
+    job: ClaimedJob
+    func: Callable[..., Any]
+    payload: Any
+    limit: float
+    transactional: bool
+    is_async: bool
+    started: float
+
+
+class Runner:
+    """Turns a claimed job into an Outcome; never raises for anything the job did."""
+
+    def __init__(self, settings: Settings, registry: Registry, log: Any, conn: Callable[[], Connection]) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.log = log
+        self.conn = conn  # the worker's connection, for transactional handlers run on the main thread
+        self.alarm = Alarm()
+        self._traits: dict[Callable[..., Any], tuple[float | None, bool, bool]] = {}
+
+    def prepare(self, job: ClaimedJob) -> Prepared | Outcome:
+        """Decode and resolve; an Outcome when the job cannot even start."""
+        started = time.monotonic()
+        try:
+            payload = decode_payload(job.payload)
+        except (ValueError, UnicodeDecodeError) as exc:
+            # Bad bytes stay bad: no attempt can succeed, so the job is dead at once.
+            return Outcome("dead", time.monotonic() - started, f"payload is not valid JSON: {exc}")
+        try:
+            func = self.registry.resolve(job.handler)
+        except (HandlerNotFound, HandlerLoadError) as exc:
+            # Retried like any failure: during a rolling deploy another worker may have it.
+            return Outcome("failed", time.monotonic() - started, str(exc))
+        traits = self._traits.get(func)
+        if traits is None:  # read once per handler: inspecting a function on every job costs
+            traits = self._traits[func] = (declared_time_limit(func), is_transactional(func),
+                                           inspect.iscoroutinefunction(func))
+        limit = job.time_limit or traits[0] or self.settings.time_limit
+        return Prepared(job, func, payload, limit, traits[1], traits[2], started)
+
+    def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
+        job = prepared.job
+        return JobContext(job_id=job.id, attempt=job.attempt, max_attempts=job.max_attempts, queue=job.queue,
+                          handler=job.handler, worker=self.settings.worker_name, conn=conn, base_log=self.log)
+
+    def run(self, job: ClaimedJob, batch_id: int) -> Outcome:
+        """Run a job on the main thread, its time limit enforced by SIGALRM."""
+        prepared = self.prepare(job)
+        if isinstance(prepared, Outcome):
+            return prepared
+        if prepared.is_async:
+            # One job at a time: a short-lived event loop is enough (the limit is the coroutine's own).
+            return asyncio.run(self.run_async(prepared, batch_id, self.conn() if prepared.transactional else None))
+        return self.call(prepared, batch_id, self.conn() if prepared.transactional else None, alarm=True)
+
+    def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
+        """Call a plain handler; with ``alarm``, SIGALRM ends it at its limit (main thread only)."""
+        ctx = self.context(prepared, conn)
+        try:
+            if alarm:
+                self.alarm.arm(prepared.limit)
+            try:
+                if prepared.transactional:
+                    assert conn is not None
+                    conn.begin()
+                    try:
+                        prepared.func(prepared.payload, ctx)
+                        return self._complete(conn, batch_id, prepared)
+                    except BaseException:
+                        with suppress(MySQLdb.Error):
+                            conn.rollback()
+                        raise
+                prepared.func(prepared.payload, ctx)
+            finally:
+                if alarm:
+                    self.alarm.disarm()
+        except JobTimeout:
+            return timed_out(prepared.limit, prepared.started)
+        except JOB_FAILURES as exc:
+            return self._failure(exc, prepared)
+        return Outcome("done", time.monotonic() - prepared.started)
+
+    async def run_async(self, prepared: Prepared, batch_id: int, conn: Connection | None) -> Outcome:
+        """Await an ``async def`` handler, cancelled at its time limit."""
+        ctx = self.context(prepared, conn)
+        try:
+            if prepared.transactional:
+                assert conn is not None
+                conn.begin()
+                try:
+                    await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
+                    return self._complete(conn, batch_id, prepared)
+                except BaseException:
+                    with suppress(MySQLdb.Error):
+                        conn.rollback()
+                    raise
+            await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
+        except TimeoutError:
+            return timed_out(prepared.limit, prepared.started)
+        except (*JOB_FAILURES, asyncio.CancelledError) as exc:
+            return self._failure(exc, prepared)
+        return Outcome("done", time.monotonic() - prepared.started)
+
+    def _failure(self, exc: BaseException, prepared: Prepared) -> Outcome:
+        duration = time.monotonic() - prepared.started
+        if prepared.transactional and (is_transient(exc) or isinstance(exc, DatabaseUnavailable)):
+            # The database, not the job, failed: give the job back without spending an attempt.
+            return Outcome("release", duration, describe(exc))
+        return Outcome("failed", duration, describe(exc))
+
+    @staticmethod
+    def _complete(conn: Connection, batch_id: int, prepared: Prepared) -> Outcome:
+        """The handler's writes and the fenced completion commit together, or neither does."""
+        with conn.cursor() as cur:
+            completed = claims.complete_one(cur, batch_id, prepared.job.id)
+        if completed != 1:
+            conn.rollback()
+            return Outcome("lost", time.monotonic() - prepared.started, "claim was taken over; effect rolled back",
+                           True)
+        conn.commit()
+        return Outcome("done", time.monotonic() - prepared.started, recorded=True)
