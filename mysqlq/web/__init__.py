@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from mysqlq.web.app import WebSettings, create_app
+from mysqlq.web.app import create_app
+from mysqlq.web.state import WebSettings
 
 __all__ = ["WebSettings", "create_app"]

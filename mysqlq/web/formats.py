@@ -1,0 +1,22 @@
+"""How the templates show ages and timestamps (Jinja globals ``age`` and ``utc``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def age(seconds: float | None) -> str:
+    """12.3 s, 4 min, 2.5 h, 3.1 d."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def utc(value: Any) -> str:
+    return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
