@@ -208,6 +208,10 @@ def test_claims_are_sized_from_free_slots_and_recent_durations() -> None:
     assert claim_limit(slots=5, free=0, stock=4, average=0.05, batch_size=100) == 0
     assert claim_limit(slots=5, free=0, stock=2, average=0.05, batch_size=100) == 3
     assert claim_limit(slots=5, free=0, stock=0, average=0.5, batch_size=100) == 0
+    # One slot: a whole batch once the last one is used up, whatever the durations.
+    assert claim_limit(slots=1, free=1, stock=0, average=None, batch_size=100) == 100
+    assert claim_limit(slots=1, free=1, stock=0, average=5.0, batch_size=100) == 100
+    assert claim_limit(slots=1, free=1, stock=3, average=0.0001, batch_size=100) == 0
 
 
 def test_the_heartbeat_extends_the_lease_of_every_batch_in_hand(qdb: QueueDB) -> None:

@@ -220,9 +220,9 @@ def test_bad_keys_and_limits_are_refused_in_one_line_writing_nothing(qdb: QueueD
 
 
 def test_the_leaders_sweep_settles_slots_of_jobs_that_moved_on_silently(qdb: QueueDB) -> None:
-    from mysqlq import Dsn
+    from mysqlq import Dsn, Settings
+    from mysqlq.leader.limits_sweep import LimitsSweep
     from mysqlq.store.db import Database
-    from mysqlq.worker.limits import sweep
 
     with qdb.producer() as producer:
         ids = [producer.enqueue("test.limited", concurrency_key="k", queue="q") for _ in range(3)]
@@ -238,17 +238,18 @@ def test_the_leaders_sweep_settles_slots_of_jobs_that_moved_on_silently(qdb: Que
         def info(self, event: str, **fields: object) -> None:
             pass
 
+    sweep = LimitsSweep(Settings(dsn=Dsn.parse(qdb.dsn)), db, Log()).sweep
     try:
-        assert sweep(db, Log(), starved=False) == {"q"}
+        assert sweep(starved=False) == {"q"}
         assert qdb.query("SELECT id, status FROM mysqlq_jobs ORDER BY id") == [
             (ids[0], "done"), (ids[1], "ready"), (ids[2], "blocked")]
         assert qdb.query("SELECT job_id FROM mysqlq_semaphore_holders") == [(ids[1],)]
-        assert sweep(db, Log(), starved=True) == set()  # the slot is rightly held: nothing to do
+        assert sweep(starved=True) == set()  # the slot is rightly held: nothing to do
         # A slot lost without its holder moving on (a row deleted by hand): the slower check finds
         # the waiting job that could run.
         qdb.query("DELETE FROM mysqlq_semaphore_holders")
-        assert sweep(db, Log(), starved=False) == set()
-        assert sweep(db, Log(), starved=True) == {"q"}
+        assert sweep(starved=False) == set()
+        assert sweep(starved=True) == {"q"}
         assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (ids[2],)) == "ready"
         assert qdb.query("SELECT job_id FROM mysqlq_blocked_jobs") == []
     finally:

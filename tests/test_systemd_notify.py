@@ -8,6 +8,7 @@ import select
 import signal
 import socket
 import struct
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -61,6 +62,15 @@ class NotifySocket:
         while self._receive(quiet) is not None:
             pass
 
+    def wait_exit(self, proc: subprocess.Popen[str], timeout: float = 30) -> int:
+        """The process's exit code; meanwhile every message is read, as systemd would (a full
+        queue would block the sender's next ping)."""
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, f"pid {proc.pid} did not exit within {timeout}s"
+            self._receive(0.05)
+        return proc.returncode
+
     def wait_for(self, matches: Callable[[Message], bool], what: str, timeout: float = 30) -> Message:
         """The next message that ``matches``; every message read is kept in ``messages``."""
         deadline = time.monotonic() + timeout
@@ -104,7 +114,7 @@ def test_ready_status_watchdog_stopping_come_from_the_main_pid(qdb: QueueDB, not
     proc.send_signal(signal.SIGTERM)
     stopping = notify_socket.wait_for(has("STOPPING", "1"), "STOPPING=1")
     assert stopping.pid == proc.pid and stopping.fields["STATUS"].startswith("stopping")
-    assert proc.wait(timeout=30) == 0
+    assert notify_socket.wait_exit(proc) == 0
     assert {m.pid for m in notify_socket.messages} == {proc.pid}
 
 
@@ -124,7 +134,7 @@ def test_watchdog_is_kept_alive_while_a_job_runs_within_its_time_limit(
         assert notify_socket.wait_for(has("WATCHDOG", "1"), "WATCHDOG=1 during the job", timeout=2).pid == proc.pid
     assert [str(job_id), "1", "end"] not in [r[:3] for r in qdb.records()]
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0
+    assert notify_socket.wait_exit(proc) == 0
     assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,)) == "done"
 
 

@@ -1,4 +1,4 @@
-"""Leadership of the workers' shared chores (reaping, retention, schedules): a lease in a table row.
+"""The election of the worker that does the shared chores (mysqlq.leader.maintainer): a lease in a table row.
 
 One worker at a time leads. It holds the ``reaper`` row of ``mysqlq_leaders`` until its
 ``lease_until`` and renews it as it works; the others take the role over under a new epoch once the
@@ -40,10 +40,14 @@ def leader_lease(settings: Settings) -> float:
     return max(MIN_LEASE, 3 * settings.reap_interval)
 
 
-class Leadership:
-    """This worker's view of the role: whether it leads (by its own clock) and when to look again."""
+class Elector:
+    """This worker's view of the role: whether it leads (by its own clock) and when to look again.
 
-    def __init__(self, settings: Settings, db: Database, log: Any, worker_id: Callable[[], int]) -> None:
+    ``poke`` is set when a poll saw something worth a look now (the thread that looks waits on it).
+    """
+
+    def __init__(self, settings: Settings, db: Database, log: Any, worker_id: Callable[[], int],
+                 poke: threading.Event) -> None:
         self.db = db
         self.log = log
         self.worker_id = worker_id
@@ -57,7 +61,7 @@ class Leadership:
         self.next_look = 0.0  # monotonic: when a follower should look at the row again
         self._steal_looks = 0  # looks left that may take the role from a holder whose connection is gone
         self._quiet_until = 0.0  # a free lock found a live leader: do not steal-look again before this
-        self._poke = threading.Event()  # the poll saw something worth a look
+        self._poke = poke
         self.heartbeat_interval = settings.heartbeat_interval
 
     def cluster(self) -> None:
@@ -168,13 +172,3 @@ class Leadership:
             self._poke.set()
         else:
             self.next_look = max(self.next_look, now + remaining)
-
-    def wake(self) -> None:
-        """Interrupt a follower's wait (the worker is stopping)."""
-        self._poke.set()
-
-    def wait(self, seconds: float) -> None:
-        """A follower's wait until its next beat or look, cut short by what a poll saw."""
-        if seconds > 0:
-            self._poke.wait(seconds)
-        self._poke.clear()

@@ -3,10 +3,11 @@
 Done and cancelled jobs are kept for ``retain_done`` (7 days by default), dead jobs for ``retain_dead``
 (30 days); 0 or None keeps them forever. Age counts from when a job ended (``finished_at``).
 
-Workers do it themselves: the worker leading the reaper (mysqlq.leader.elector) runs :meth:`Retention.run` from its
-heartbeat thread, and the ``mysqlq_maintenance`` row ``retention`` makes it one turn per
-``retention_interval`` across all workers, whoever leads. Each batch is one plain read of up to
-``retention_batch`` ids on the (status, run_at) index and one autocommit DELETE of those ids by
+Workers do it themselves: the leading worker's maintainer (mysqlq.leader.maintainer) runs
+:meth:`Retention.run` on the worker's background thread, and the ``mysqlq_maintenance`` row
+``retention`` makes it one turn per ``retention_interval`` across all workers, whoever leads. Each
+batch is one plain read of up to ``retention_batch`` ids on the (status, run_at) index and one
+autocommit DELETE of those ids by
 primary key; a turn stops after a short time budget and asks to run again soon if work is left.
 """
 
@@ -91,20 +92,25 @@ class Purge:
 
 
 class Retention:
-    """A worker's share of retention: called by the reaper leader, returns seconds until the next call."""
+    """The leader's chore of retention: :meth:`run` returns seconds until the next call."""
+
+    name = "retention"
 
     def __init__(self, settings: Settings, db: Database, log: Any) -> None:
         self.settings = settings
         self.db = db
         self.log = log
         self.ages = policies(settings.retain_done, settings.retain_dead)
-        # Seconds one turn may take (it always deletes one batch): short, as it runs on the
-        # heartbeat thread between beats.
+        # Seconds one turn may take (it always deletes one batch): short, as it shares the
+        # background thread with the heartbeat.
         self.budget = min(2.0, settings.heartbeat_interval / 2)
 
     @property
     def enabled(self) -> bool:
         return bool(self.ages)
+
+    def elected(self) -> None:
+        """Nothing to reset when this worker starts leading: the state is in the database."""
 
     def run(self) -> float:
         settings = self.settings

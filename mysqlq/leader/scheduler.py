@@ -1,4 +1,4 @@
-"""The scheduler: the worker leading the reaper enqueues each due tick of the schedule file, once cluster-wide.
+"""The scheduler: the leading worker enqueues each due tick of the schedule file, once cluster-wide.
 
 Exactly once does not rest on there being a single leader. A tick's job and the advance of the
 entry's row in ``mysqlq_schedules`` (a compare-and-set on the tick that was due) commit together, and
@@ -30,7 +30,9 @@ AFTER_ERROR = 10.0  # seconds before an entry that failed is tried again
 
 
 class Scheduler:
-    """The leader's share of recurring jobs: :meth:`run` enqueues what is due, returns seconds until the next tick."""
+    """The leader's chore of recurring jobs: :meth:`run` enqueues what is due, returns seconds until the next tick."""
+
+    name = "scheduler"
 
     def __init__(self, settings: Settings, db: Database, log: Any, entries: list[Entry] | None = None) -> None:
         self.settings = settings
@@ -41,6 +43,9 @@ class Scheduler:
             entries = load(settings.schedule, settings) if settings.schedule else []
         self.entries = entries
         self._forgot = False
+
+    def elected(self) -> None:
+        """Nothing to reset when this worker starts leading: the state is in the database."""
 
     def run(self) -> float:
         if not self.enabled:

@@ -22,6 +22,9 @@ class Durations:
     def get(self, key: str) -> float | None:
         return self._average.get(key)
 
+    def get_or(self, key: str, unknown: float) -> float:
+        return self._average.get(key, unknown)
+
 
 def claim_limit(slots: int, free: int, stock: int, average: float | None, batch_size: int) -> int:
     """How many jobs to claim now; 0 means not now.
@@ -30,7 +33,12 @@ def claim_limit(slots: int, free: int, stock: int, average: float | None, batch_
     seconds, so ``slots * HORIZON / average`` more start within the horizon. ``stock`` jobs are in
     hand already, unstarted. Until a duration is known, one job per free slot. A claim smaller than
     half of what could be wanted waits for the stock to run lower (claims stay batched).
+
+    One slot claims a whole batch once the last one is used up, as a worker always has: its jobs
+    run one after another on the main thread.
     """
+    if slots == 1:
+        return batch_size if stock == 0 and free else 0
     if average is None:
         wanted = free
     else:

@@ -1,64 +1,82 @@
-"""Jobs in a concurrent worker's hands: claimed batches, their unstarted jobs, the slots running
-the others, and their outcomes on the way to the database."""
+"""The batches in a worker's hands: their unstarted jobs, the slots running the others, and their
+outcomes on the way to the database, in the log, and back to the concurrency limits.
+
+One engine for every concurrency. A plain (``def``) handler runs on the main thread, under its
+time limit (SIGALRM), when the worker has one slot or when the handler is known to be quicker than a
+hand-off to a thread; otherwise jobs run in the slots (mysqlq.worker.slots). ``--concurrency 1``
+therefore runs every plain job on the main thread, one after another, with the statements of a
+worker that never had slots.
+"""
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import MySQLdb
+
 from mysqlq.core.config import Settings
+from mysqlq.core.errors import DatabaseUnavailable
 from mysqlq.core.jobs import ClaimedJob
+from mysqlq.core.systemd import Notifier
 from mysqlq.store import claims
-from mysqlq.store.db import Database
+from mysqlq.store.db import Connection, Database
 from mysqlq.worker.claimsize import Durations
+from mysqlq.worker.leases import Leases
+from mysqlq.worker.limits import Limits, keyed
 from mysqlq.worker.outcomes import Outcome, OutcomeBuffer
-from mysqlq.worker.runner import Runner, timed_out
+from mysqlq.worker.report import Report
+from mysqlq.worker.runner import Prepared, Runner, describe, timed_out
 from mysqlq.worker.slots import Running, Slots
 
 INLINE_BELOW = 0.001  # seconds: a plain handler this quick runs on the main thread (a hand-off costs more)
-
-# Called with a batch's logger, the outcomes just written (in order) and the ids fenced out among them.
-Flushed = Callable[[Any, list[tuple[ClaimedJob, Outcome]], set[int]], None]
+INLINE_TURN = 0.1  # seconds of jobs run on the main thread before the worker's loop gets a turn
 
 
 @dataclass(eq=False)
 class Batch:
-    """One claim: its token, when it was made, the jobs not yet started and the outcomes to write."""
+    """One claim: its token, the jobs not yet started and the outcomes to write."""
 
     batch_id: int
-    claimed_at: float  # monotonic, taken before the claim was sent
     jobs: deque[ClaimedJob]
     buffer: OutcomeBuffer
     log: Any
     in_flight: int = 0
 
 
-class InHand:
-    """Starts jobs in free slots (earliest batch first), collects what they return, writes outcomes.
+class Keeper:
+    """Starts jobs (earliest batch first), collects what they return, writes, logs and settles outcomes.
 
-    Everything here runs on the worker's main thread; the slots' threads only run handlers.
+    Everything here runs on the worker's main thread; the slots' threads only run handlers. What the
+    worker's loop needs to hear back (a retry coming due, queues that gained ready jobs) it reads
+    with :meth:`news` after each turn.
     """
 
-    def __init__(self, settings: Settings, runner: Runner, db: Database, log: Any,
-                 lease_doubtful: Callable[[int, float], bool], flushed: Flushed,
-                 on_retry: Callable[[float], None], notifier: Any) -> None:
+    def __init__(self, settings: Settings, runner: Runner, db: Database, log: Any, leases: Leases,
+                 limits: Limits, report: Report, notifier: Notifier,
+                 wake: Callable[[Iterable[str]], None]) -> None:
         self.settings = settings
         self.runner = runner
         self.db = db
         self.log = log
-        self.lease_doubtful = lease_doubtful
-        self.flushed = flushed
-        self.on_retry = on_retry
+        self.leases = leases
+        self.limits = limits
+        self.report = report
         self.notifier = notifier
+        self.wake = wake  # tells other workers that queues gained ready jobs
         self.slots = Slots(settings.concurrency, settings, runner)
+        self.inline_all = settings.concurrency == 1
         self.batches: dict[int, Batch] = {}
         self.by_queue = Durations()  # sizes claims
         self.by_handler = Durations()  # picks the main thread for very quick handlers
         self.stuck: Running | None = None
         self.halted = False  # set by the worker's signal handler: start nothing more, even mid-batch
+        self._retry_in: float | None = None
+        self._ready_queues: set[str] = set()
+        self._yielded = False  # the last dispatch stopped with jobs it could have started
 
     # ------------------------------------------------------------------ what the worker asks
 
@@ -71,22 +89,29 @@ class InHand:
     def empty(self) -> bool:
         return not self.batches and not self.slots.running
 
-    def batch_ids(self) -> tuple[int, ...]:
-        """The batches in hand (read by the heartbeat thread: a tuple copy is atomic)."""
-        return tuple(self.batches)
-
     def add(self, batch_id: int, claimed_at: float, jobs: list[ClaimedJob]) -> None:
-        self.batches[batch_id] = Batch(batch_id, claimed_at, deque(jobs), OutcomeBuffer(batch_id, self.settings),
+        self.leases.hold(batch_id, claimed_at)
+        self.batches[batch_id] = Batch(batch_id, deque(jobs), OutcomeBuffer(batch_id, self.settings),
                                        self.log.bind(batch_id=batch_id))
 
     def deadline(self) -> float | None:
-        """When the worker must look again even if nothing happens: a flush or a job's limit."""
+        """When the worker must look again even if nothing happens: now when jobs wait to be started,
+        else a flush or a job's limit."""
+        if self._yielded:
+            return time.monotonic()
         times = [batch.buffer.first_at + self.settings.flush_interval
                  for batch in self.batches.values() if batch.buffer.first_at is not None]
         job = self.slots.next_deadline(time.monotonic())
         if job is not None:
             times.append(job)
         return min(times) if times else None
+
+    def news(self) -> tuple[float | None, set[str]]:
+        """Since the last call: the shortest retry delay written (seconds), and the queues whose
+        waiting jobs became ready (concurrency slots given back)."""
+        news = self._retry_in, self._ready_queues
+        self._retry_in, self._ready_queues = None, set()
+        return news
 
     # ------------------------------------------------------------------ one turn
 
@@ -95,6 +120,7 @@ class InHand:
         and write outcomes that are due."""
         self.collect()
         self.police(time.monotonic())
+        self._yielded = False
         if starting and self.stuck is None:
             self.dispatch()
         else:
@@ -113,13 +139,8 @@ class InHand:
                 continue
             self._observe(running.job, outcome)
             if outcome.kind == "release":
-                # The database failed under a transactional handler: reconnect that slot later and
-                # give this job and the rest of its batch back, unspent.
-                batch.log.warning("batch.interrupted", job_id=running.job.id,
-                                  error=(outcome.error or "").split("\n", 1)[0])
                 self.slots.drop_connection(running.slot)
-                self._release(batch, [running.job, *batch.jobs])
-                batch.jobs.clear()
+                self._interrupted(batch, running.job, outcome)
                 continue
             batch.buffer.add(running.job, outcome)
 
@@ -139,13 +160,14 @@ class InHand:
                 break
 
     def dispatch(self) -> None:
+        """Start jobs while slots are free: in a slot, or on this thread (see the module's docstring)."""
         # The hot path of no-op jobs: lookups hoisted out of the loop.
-        slots, prepare, call, quick = self.slots, self.runner.prepare, self.runner.call, self.by_handler.get
-        lease_doubtful, notifier = self.lease_doubtful, self.notifier
+        slots, prepare, quick, doubtful = self.slots, self.runner.prepare, self.by_handler.get_or, self.leases.doubtful
+        inline_all, until = self.inline_all, time.monotonic() + INLINE_TURN
         for batch in list(self.batches.values()):
-            jobs, batch_id, add = batch.jobs, batch.batch_id, batch.buffer.add
+            jobs, batch_id, buffer = batch.jobs, batch.batch_id, batch.buffer
             while jobs and slots.free and not self.halted:
-                if lease_doubtful(batch_id, batch.claimed_at):
+                if doubtful(batch_id):
                     batch.log.warning("batch.abandoned", jobs=len(jobs),
                                       note="the claim's lease may have lapsed; running none of the rest")
                     self._release(batch, list(jobs))
@@ -154,17 +176,16 @@ class InHand:
                 job = jobs.popleft()
                 prepared = prepare(job)
                 if isinstance(prepared, Outcome):
-                    add(job, prepared)
+                    buffer.add(job, prepared)
                     continue
-                if not prepared.is_async and not prepared.transactional:
-                    average = quick(job.handler)
-                    if average is not None and average < INLINE_BELOW:
-                        notifier.in_job = True
-                        outcome = call(prepared, batch_id, None, alarm=True)
-                        notifier.in_job = False
-                        self._observe(job, outcome)
-                        add(job, outcome)
-                        continue
+                if not prepared.is_async and (inline_all or (not prepared.transactional
+                                                             and quick(job.handler, 1.0) < INLINE_BELOW)):
+                    if not self._run_inline(batch, prepared):
+                        break
+                    if jobs and (buffer.due() or time.monotonic() >= until):
+                        self._yielded = True  # the loop's turn: watchdog, polls, outcomes due
+                        return
+                    continue
                 slots.start(job, batch_id, prepared)
                 batch.in_flight += 1
             if not slots.free:
@@ -184,6 +205,7 @@ class InHand:
             if not batch.jobs and batch.in_flight == 0:
                 self._flush(batch, final=True)
                 del self.batches[batch.batch_id]
+                self.leases.drop(batch.batch_id)
             elif final_only or batch.buffer.due():
                 self._flush(batch, final=False)
 
@@ -192,17 +214,55 @@ class InHand:
 
     # ------------------------------------------------------------------ helpers
 
+    def _run_inline(self, batch: Batch, prepared: Prepared) -> bool:
+        """Run a plain job on this thread, its limit enforced by SIGALRM; False when the database
+        failed under its transaction (the job and the rest of the batch went back, unspent)."""
+        job = prepared.job
+        conn: Connection | None = None
+        try:
+            conn = self.db.conn if prepared.transactional else None
+        except (DatabaseUnavailable, MySQLdb.Error) as exc:
+            outcome = Outcome("release", 0.0, describe(exc))
+        else:
+            self.notifier.in_job = True  # the keep-alive thread feeds the watchdog meanwhile
+            outcome = self.runner.call(prepared, batch.batch_id, conn, alarm=True)
+            self.notifier.in_job = False
+        self._observe(job, outcome)
+        if outcome.kind == "release":
+            self.db.close()  # the next statement reconnects, waiting for the server if need be
+            self._interrupted(batch, job, outcome)
+            return False
+        batch.buffer.add(job, outcome)
+        return True
+
+    def _interrupted(self, batch: Batch, job: ClaimedJob, outcome: Outcome) -> None:
+        """The database failed under a transactional handler: give this job and the rest of its
+        batch back, unspent."""
+        batch.log.warning("batch.interrupted", job_id=job.id, error=(outcome.error or "").split("\n", 1)[0])
+        self._release(batch, [job, *batch.jobs])
+        batch.jobs.clear()
+
     def _observe(self, job: ClaimedJob, outcome: Outcome) -> None:
         self.by_queue.observe(job.queue, outcome.duration)
         self.by_handler.observe(job.handler, outcome.duration)
 
     def _flush(self, batch: Batch, final: bool) -> None:
+        """Write a batch's pending outcomes; then give back the concurrency slots of those written
+        (waking whoever serves the queues that gained ready jobs), then log them."""
         entries, lost = batch.buffer.flush(self.db, final)
-        if batch.buffer.next_retry is not None:
-            self.on_retry(batch.buffer.next_retry)
-        self.flushed(batch.log, entries, lost)
+        retry = batch.buffer.next_retry
+        if retry is not None:
+            self._retry_in = retry if self._retry_in is None else min(self._retry_in, retry)
+        if keyed(job for job, _ in entries):
+            queues = self.limits.settle(job for job, _ in entries)
+            if queues:
+                self._ready_queues |= queues
+                self.wake(queues)
+        self.report.written(batch.log, entries, lost)
 
     def _release(self, batch: Batch, jobs: list[ClaimedJob]) -> None:
+        """Give claimed jobs back unstarted (no attempt spent); outcomes pending go first."""
+        self._flush(batch, final=False)
         ids = [job.id for job in jobs]
         if ids:
             released = self.db.run(lambda cur: claims.release(cur, batch.batch_id, ids))

@@ -10,14 +10,15 @@ When a job with a key moves on (done, dead, failed and waiting to retry, cancell
 given back and the oldest blocked job of the key is made ready holding that slot, in one
 transaction. A job returned by the reaper, or released unstarted, keeps its slot: it is ready and
 next in line. The worker leading the reaper settles keys whose holder is gone without saying so (a
-worker killed between recording an outcome and giving the slot back). See mysqlq.store.limits.
+worker killed between recording an outcome and giving the slot back): mysqlq.leader.limits_sweep.
+The statements are in mysqlq.store.limits.
 
 Jobs without a key pay one test per claimed batch and one per written batch of outcomes, in Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
@@ -70,19 +71,3 @@ class Limits:
         if not keys:
             return set()
         return self.db.run(partial(store.settle, keys=keys))
-
-
-def sweep(db: Database, log: Any, starved: bool) -> set[str]:
-    """The leader's safety net: settle keys a slot of which is held by a job that moved on (and,
-    with ``starved``, keys whose oldest waiting job could run). Returns the queues that gained ready jobs."""
-    keys = db.run(partial(store.unsettled_keys, starved=starved))
-    if not keys:
-        return set()
-    queues = db.run(partial(store.settle, keys=keys))
-    log.info("limits.settled", keys=len(keys), queues=",".join(sorted(queues)))
-    return queues
-
-
-def settle_jobs_in(cur: Any, ids: Sequence[int]) -> set[str]:
-    """Inside the caller's transaction (an operator's cancel): settle the keys of these jobs."""
-    return store.settle_keys(cur, store.keys_of(cur, ids))

@@ -80,11 +80,10 @@ class Prepared:
 class Runner:
     """Turns a claimed job into an Outcome; never raises for anything the job did."""
 
-    def __init__(self, settings: Settings, registry: Registry, log: Any, conn: Callable[[], Connection]) -> None:
+    def __init__(self, settings: Settings, registry: Registry, log: Any) -> None:
         self.settings = settings
         self.registry = registry
         self.log = log
-        self.conn = conn  # the worker's connection, for transactional handlers run on the main thread
         self.alarm = Alarm()
         self._traits: dict[Callable[..., Any], tuple[float | None, bool, bool]] = {}
 
@@ -112,16 +111,6 @@ class Runner:
         job = prepared.job
         return JobContext(job_id=job.id, attempt=job.attempt, max_attempts=job.max_attempts, queue=job.queue,
                           handler=job.handler, worker=self.settings.worker_name, conn=conn, base_log=self.log)
-
-    def run(self, job: ClaimedJob, batch_id: int) -> Outcome:
-        """Run a job on the main thread, its time limit enforced by SIGALRM."""
-        prepared = self.prepare(job)
-        if isinstance(prepared, Outcome):
-            return prepared
-        if prepared.is_async:
-            # One job at a time: a short-lived event loop is enough (the limit is the coroutine's own).
-            return asyncio.run(self.run_async(prepared, batch_id, self.conn() if prepared.transactional else None))
-        return self.call(prepared, batch_id, self.conn() if prepared.transactional else None, alarm=True)
 
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
         """Call a plain handler; with ``alarm``, SIGALRM ends it at its limit (main thread only)."""

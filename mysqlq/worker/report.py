@@ -1,0 +1,43 @@
+"""What the worker says of each outcome once it is written: one journal line per job, the per-worker
+metrics, and the counts its systemd STATUS shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mysqlq.core.jobs import ClaimedJob
+from mysqlq.worker.metrics import NoMetrics
+from mysqlq.worker.outcomes import Outcome
+
+
+class Report:
+    """Logs outcomes after their write said whether the claim still held; counts them."""
+
+    def __init__(self, metrics: NoMetrics) -> None:
+        self.metrics = metrics
+        self.done = 0
+        self.failed = 0
+
+    def written(self, log: Any, entries: list[tuple[ClaimedJob, Outcome]], lost: set[int]) -> None:
+        """``entries`` were just written, in order; ``lost`` are the ids fenced out among them."""
+        for job, outcome in entries:
+            if job.id in lost and outcome.kind != "lost":
+                log.warning("job.claim_lost", job_id=job.id, note="another worker took the claim over; nothing written")
+            else:
+                self.outcome(log, job, outcome)
+
+    def outcome(self, log: Any, job: ClaimedJob, outcome: Outcome) -> None:
+        fields = {"job_id": job.id, "queue": job.queue, "handler": job.handler, "attempt": job.attempt,
+                  "duration": round(outcome.duration, 6)}
+        self.metrics.outcome(job, outcome)
+        if outcome.kind == "done":
+            self.done += 1
+            log.info("job.done", **fields)
+        elif outcome.kind == "lost":
+            log.warning("job.claim_lost", **fields, note=outcome.error)
+        else:
+            self.failed += 1
+            final = outcome.kind == "dead" or job.attempt >= job.max_attempts
+            summary = (outcome.error or "").split("\n", 1)[0]
+            log.error("job.dead" if final else "job.failed", **fields, error=summary,
+                      max_attempts=job.max_attempts)
