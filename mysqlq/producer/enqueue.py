@@ -12,7 +12,7 @@ from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
 from mysqlq.core.jobs import Job
 from mysqlq.store import jobs as store
-from mysqlq.store.db import CLI_RETRY, Connection, Cursor, Database
+from mysqlq.store.db import CLI_RETRY, Connection, Cursor, Database, transaction
 from mysqlq.store.schema import check_schema
 
 BULK_CHUNK = 1000  # jobs per INSERT of enqueue_many, at most
@@ -105,9 +105,7 @@ class Producer:
             yield rows
 
     def _insert_all(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None) -> int:
-        conn = cur.connection
-        conn.begin()
-        try:
+        with transaction(cur.connection):
             total, sent = 0, 0
             with store.bulk_insert(cur, self.renderer) as bulk:
                 for rows in self._chunks(batch):  # checked while the server inserts the chunk before
@@ -118,10 +116,6 @@ class Producer:
                 total += bulk.wait()
                 if sent and progress:
                     progress(sent)
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
         return total
 
     @contextmanager
@@ -131,14 +125,9 @@ class Producer:
         Workers are hinted after the commit, never before.
         """
         conn = self.db.conn
-        conn.begin()
         tx = Transaction(conn, self.settings)
-        try:
+        with transaction(conn):
             yield tx
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
         if tx.queues:
             self.hints.notify(tx.queues)
 

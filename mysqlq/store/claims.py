@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import execute, execute_in
-from mysqlq.store.db import Cursor
+from mysqlq.store.db import Cursor, transaction
 
 
 @dataclass(frozen=True)
@@ -46,19 +46,13 @@ def claim_skip_locked(
     cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int
 ) -> int:
     """Claim with SELECT … FOR UPDATE SKIP LOCKED, then UPDATE by id, in one transaction."""
-    conn = cur.connection
-    conn.begin()
-    try:
+    with transaction(cur.connection):
         execute(cur, "lock_ready_skip_locked", {"queue": queue, "limit": limit})
         ids = [row[0] for row in cur.fetchall()]
         claimed = 0
         if ids:
             params = (batch_id, batch_id, worker_id, worker, round(lease * 1e6))
             claimed = execute_in(cur, "claim_ids", ids, before=params)
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
     return claimed
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -65,6 +65,20 @@ def is_transient(exc: BaseException) -> bool:
 
 
 FAILOVER_CONNECT_TIMEOUT = 3  # seconds per host when a DSN names several: a dead node costs little
+
+
+@contextlib.contextmanager
+def transaction(conn: Connection) -> Iterator[Connection]:
+    """BEGIN, then COMMIT when the block ends, or ROLLBACK when it raises (the error goes on). The one
+    way mysqlq opens a transaction on a connection that is otherwise in autocommit."""
+    conn.begin()
+    try:
+        yield conn
+    except BaseException:
+        with contextlib.suppress(MySQLdb.Error):  # a lost connection rolls back by itself
+            conn.rollback()
+        raise
+    conn.commit()
 
 
 def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10,

@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from mysqlq.store import execute, execute_in
-from mysqlq.store.db import Cursor
+from mysqlq.store.db import Cursor, transaction
 
 SCAN = 100  # waiting jobs read at a time when making jobs ready
 SWEEP = 100  # keys the leader settles per sweep
@@ -89,9 +89,7 @@ def admit(cur: Cursor, batch_id: int, keyed: Sequence[Keyed]) -> Admission:
     for job in keyed:
         by_key.setdefault(job.key, []).append(job)
     result = Admission()
-    conn = cur.connection
-    conn.begin()
-    try:
+    with transaction(cur.connection):
         holders = {key: _lock(cur, key) for key in sorted(by_key)}
         execute_in(cur, "lock_batch_keyed", [job.job_id for job in keyed], before=(batch_id,))
         ours = {int(row[0]) for row in cur.fetchall()}
@@ -112,10 +110,6 @@ def admit(cur: Cursor, batch_id: int, keyed: Sequence[Keyed]) -> Admission:
                 else:
                     result.lost.append(job.job_id)
             execute(cur, "tidy_semaphore", {"key": key})
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
     return result
 
 
@@ -135,14 +129,8 @@ def settle(cur: Cursor, keys: Collection[str]) -> set[str]:
     """In one transaction: give back the slots of these keys' holders that moved on (done, dead,
     waiting to retry...) and make the oldest waiting jobs ready in their place. Safe to repeat, and
     whoever runs it: it reads what each job is now, not what the caller believes."""
-    conn = cur.connection
-    conn.begin()
-    try:
+    with transaction(cur.connection):
         queues = settle_keys(cur, keys)
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
     return queues
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from mysqlq.store import execute, execute_in
 from mysqlq.store import limits as limits_store
-from mysqlq.store.db import Cursor
+from mysqlq.store.db import Cursor, transaction
 
 # The smallest finished_at there is: where a walk of a (status, queue) range starts.
 START = dt.datetime(1000, 1, 1)
@@ -104,19 +104,13 @@ def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequen
                 check: Any) -> Change:
     """In one short transaction: lock the named jobs, let ``check(found)`` refuse (by raising), then
     run ``statement`` over them. ``found`` maps each existing id to (status, queue)."""
-    conn = cur.connection
-    conn.begin()
-    try:
+    with transaction(cur.connection):
         execute_in(cur, "lock_jobs", ids)
         found = {int(row[0]): (str(row[1]), str(row[2])) for row in cur.fetchall()}
         check(found)
         changed = execute_in(cur, statement, ids)
         if statement == "cancel_jobs":  # jobs with a concurrency key: slots given back, waits ended
             limits_store.settle_keys(cur, limits_store.keys_of(cur, ids))
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
     queues = frozenset(queue for status, queue in found.values() if status in allowed)
     return Change(changed, queues)
 

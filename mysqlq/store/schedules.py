@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mysqlq.store import execute, execute_in, jobs
-from mysqlq.store.db import Cursor
+from mysqlq.store.db import Cursor, transaction
 
 
 @dataclass(frozen=True)
@@ -63,17 +63,11 @@ def enqueue_tick(cur: Cursor, name: str, row: Sequence[Any], due: datetime, tick
     """In one transaction: enqueue a tick's job (``row`` as for insert_job, keyed by entry and tick) and
     advance the entry from ``due`` to ``next_tick``. Returns the job's id (the existing one when the tick
     was enqueued before) and whether this call advanced the entry (False: another worker did)."""
-    conn = cur.connection
-    conn.begin()
-    try:
+    with transaction(cur.connection):
         job_id = jobs.insert_job(cur, row)
         params = {"name": name, "due": _naive(due), "tick": _naive(tick), "next_tick": _naive(next_tick),
                   "job_id": job_id}
         advanced = execute(cur, "schedule_advance", params) == 1
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
     return job_id, advanced
 
 

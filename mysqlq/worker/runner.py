@@ -9,18 +9,15 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
-
-import MySQLdb
 
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout
 from mysqlq.core.handlers import Registry, declared_time_limit, is_transactional
 from mysqlq.core.jobs import ClaimedJob, decode_payload
 from mysqlq.store import claims
-from mysqlq.store.db import Connection, is_transient
+from mysqlq.store.db import Connection, is_transient, transaction
 from mysqlq.worker.context import JobContext
 from mysqlq.worker.outcomes import Outcome
 
@@ -121,20 +118,18 @@ class Runner:
             try:
                 if prepared.transactional:
                     assert conn is not None
-                    conn.begin()
-                    try:
+                    with transaction(conn):
                         prepared.func(prepared.payload, ctx)
-                        return self._complete(conn, batch_id, prepared)
-                    except BaseException:
-                        with suppress(MySQLdb.Error):
-                            conn.rollback()
-                        raise
+                        complete(conn, batch_id, prepared)
+                    return Outcome("done", time.monotonic() - prepared.started, recorded=True)
                 prepared.func(prepared.payload, ctx)
             finally:
                 if alarm:
                     self.alarm.disarm()
         except JobTimeout:
             return timed_out(prepared.limit, prepared.started)
+        except ClaimLost:
+            return claim_lost(prepared)
         except JOB_FAILURES as exc:
             return self._failure(exc, prepared)
         return Outcome("done", time.monotonic() - prepared.started)
@@ -145,17 +140,15 @@ class Runner:
         try:
             if prepared.transactional:
                 assert conn is not None
-                conn.begin()
-                try:
+                with transaction(conn):
                     await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
-                    return self._complete(conn, batch_id, prepared)
-                except BaseException:
-                    with suppress(MySQLdb.Error):
-                        conn.rollback()
-                    raise
+                    complete(conn, batch_id, prepared)
+                return Outcome("done", time.monotonic() - prepared.started, recorded=True)
             await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
         except TimeoutError:
             return timed_out(prepared.limit, prepared.started)
+        except ClaimLost:
+            return claim_lost(prepared)
         except (*JOB_FAILURES, asyncio.CancelledError) as exc:
             return self._failure(exc, prepared)
         return Outcome("done", time.monotonic() - prepared.started)
@@ -167,14 +160,17 @@ class Runner:
             return Outcome("release", duration, describe(exc))
         return Outcome("failed", duration, describe(exc))
 
-    @staticmethod
-    def _complete(conn: Connection, batch_id: int, prepared: Prepared) -> Outcome:
-        """The handler's writes and the fenced completion commit together, or neither does."""
-        with conn.cursor() as cur:
-            completed = claims.complete_one(cur, batch_id, prepared.job.id)
-        if completed != 1:
-            conn.rollback()
-            return Outcome("lost", time.monotonic() - prepared.started, "claim was taken over; effect rolled back",
-                           True)
-        conn.commit()
-        return Outcome("done", time.monotonic() - prepared.started, recorded=True)
+
+class ClaimLost(Exception):
+    """A transactional handler's completion found the claim taken over: its effect is rolled back."""
+
+
+def complete(conn: Connection, batch_id: int, prepared: Prepared) -> None:
+    """Inside the handler's transaction: the fenced completion, so that both commit or neither does."""
+    with conn.cursor() as cur:
+        if claims.complete_one(cur, batch_id, prepared.job.id) != 1:
+            raise ClaimLost()
+
+
+def claim_lost(prepared: Prepared) -> Outcome:
+    return Outcome("lost", time.monotonic() - prepared.started, "claim was taken over; effect rolled back", True)
