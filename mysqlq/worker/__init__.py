@@ -1,6 +1,9 @@
-"""The worker process: its loop (``loop``), the batches in its hands (``keeper``), the slots that run
-handlers (``slots``, ``runner``), outcomes and their writes (``outcomes``), concurrency limits at claim
-(``limits``), its heartbeat and leases (``heartbeat``) and its own metrics (``metrics``)."""
+"""The worker process. Its loop (``loop``) asks the lookout (``lookout``: polls, hints, due jobs)
+whether to claim, claims (``claimer``, sized by ``claimsize``, keys admitted by ``limits``) and hands
+the batch to the keeper (``keeper``), which starts jobs on the main thread or in slots (``slots``,
+each job run by ``runner``), writes their outcomes (``outcomes``) and reports them (``report``,
+``metrics``). A background thread (``services``) runs the heartbeat (``heartbeat``, extending the
+leases of ``leases``) and the leader's maintainer (mysqlq.leader)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import select
 import signal
 import threading
@@ -20,19 +19,19 @@ from mysqlq import hint
 from mysqlq.core import logs
 from mysqlq.core.config import Settings
 from mysqlq.core.handlers import Registry
-from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.systemd import Notifier
 from mysqlq.leader.elector import Elector
 from mysqlq.leader.maintainer import Maintainer
-from mysqlq.store import claims
-from mysqlq.store.db import FOREVER, Cursor, Database, RetryPolicy, StopRequested
+from mysqlq.store.db import FOREVER, Database, RetryPolicy, StopRequested
 from mysqlq.store.schema import check_schema
 from mysqlq.worker import metrics as worker_metrics
+from mysqlq.worker.claimer import Claimer
 from mysqlq.worker.claimsize import claim_limit
 from mysqlq.worker.heartbeat import Heartbeat
 from mysqlq.worker.keeper import Keeper
 from mysqlq.worker.leases import Leases
-from mysqlq.worker.limits import Limits, keyed
+from mysqlq.worker.limits import Limits
+from mysqlq.worker.lookout import Lookout
 from mysqlq.worker.report import Report
 from mysqlq.worker.runner import Runner
 from mysqlq.worker.services import Services
@@ -40,11 +39,6 @@ from mysqlq.worker.services import Services
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 ONCE = RetryPolicy(attempts=1)
 EXIT_STUCK = 70  # EX_SOFTWARE: a handler thread never returned; systemd's Restart= brings a fresh process
-
-
-def new_batch_id() -> int:
-    """A fresh claim token: 63 random bits, never reused in practice."""
-    return random.getrandbits(63) or 1
 
 
 class Worker:
@@ -71,19 +65,13 @@ class Worker:
         self.elector = Elector(settings, self.services.db, self.log, lambda: self.heartbeat.worker_id, looks)
         self.maintainer = Maintainer(settings, self.services.db, self.log, self.elector)
         self.services.attach([self.heartbeat, self.maintainer])
-        self.claim = claims.CLAIMS[settings.claim_strategy]
+        self.lookout = Lookout(settings, self.db, self.elector)
+        self.claimer = Claimer(settings, self.db, self.limits, self.log, lambda: self.heartbeat.worker_id)
         self._last_status: tuple[int, int] | None = None
         self.stopping = False
-        self.want_claim = True
-        self.next_poll = 0.0
-        self.next_due: float | None = None
-        self.paused: frozenset[str] = frozenset()
         self.listener: hint.Listener | None = None
         self._wake_r, self._wake_w = os.pipe()
         self._last_watchdog = 0.0
-        self._polled_since_claim = False
-        self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
-        self._first_queue = settings.queues[0]
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -168,110 +156,47 @@ class Worker:
     def _turn(self, keeper: Keeper) -> bool:
         """One turn of the loop; False when the worker should end."""
         self._ping_watchdog()
+        lookout = self.lookout
         ending = self.stopping or keeper.stuck is not None
         keeper.turn(starting=not ending)
-        self._hear(keeper)
+        retry_in, ready = keeper.news()  # what the keeper's writes found
+        if retry_in is not None:
+            lookout.due_in(retry_in)
+        lookout.ready_in(ready)
         ending = self.stopping or keeper.stuck is not None  # the turn may have found a stuck job
         self._report(keeper)
         if ending:
             if not keeper.slots.waiting_for(time.monotonic()):
                 return False
-            self.next_poll, self.next_due = time.monotonic() + self.settings.poll_interval, None
+            lookout.stopping()
             self._wait()
             return True
-        self._poll_and_promote()
-        if self.want_claim:
-            first = self._first_queue if self._first_queue not in self.paused else next(
-                (queue for queue in self.settings.queues if queue not in self.paused), None)
-            average = keeper.by_queue.get(first) if first is not None else None
-            limit = claim_limit(self.settings.concurrency, len(keeper.slots.free), keeper.stock, average,
-                                self.settings.batch_size)
-            if limit:
-                claimed_at = time.monotonic()  # the lease runs from no earlier than this
-                batch_id, jobs = self._claim(limit)
-                self.want_claim = len(jobs) >= limit
-                if jobs:
-                    keeper.add(batch_id, claimed_at, jobs)
-                    self._report(keeper)
-                    return True
-        if self.settings.burst and keeper.empty and not self.want_claim:
-            drained = self._burst_drained()
+        lookout.look()
+        if lookout.want_claim and self._claim(keeper):
+            return True
+        if self.settings.burst and keeper.empty and not lookout.want_claim:
+            drained = lookout.drained()
             if drained is not None:
                 return not drained
         self._wait()
         return True
 
-    def _hear(self, keeper: Keeper) -> None:
-        """What the keeper's writes found: a retry coming due, queues whose waiting jobs became ready."""
-        retry_in, queues = keeper.news()
-        if retry_in is not None:
-            self._due_in(retry_in)
-        if queues & set(self.settings.queues):  # claim them here (other workers were woken too)
-            self.want_claim = True
-
-    def _burst_drained(self) -> bool | None:
-        """In burst mode, with nothing claimed: True when the queues are drained (exit), False to
-        look once more first, None to wait for a job due within a poll interval."""
-        if not self._polled_since_claim:
-            self.next_poll = 0.0  # look once more before deciding the queue is drained
+    def _claim(self, keeper: Keeper) -> bool:
+        """Claim what the slots can start soon (mysqlq.worker.claimsize); True when jobs came."""
+        settings, lookout = self.settings, self.lookout
+        first = lookout.first_queue()
+        average = keeper.by_queue.get(first) if first is not None else None
+        limit = claim_limit(settings.concurrency, len(keeper.slots.free), keeper.stock, average, settings.batch_size)
+        if not limit:
             return False
-        if self.next_due is None or self.next_due - time.monotonic() > self.settings.poll_interval:
-            return True
-        return None
-
-    def _poll_and_promote(self) -> None:
-        """Poll when its time has come, and make due scheduled jobs ready when one is due."""
-        now = time.monotonic()
-        if now >= self.next_poll:
-            self._poll(now)
-        if self.next_due is not None and now >= self.next_due:
-            self.next_due = None
-            if self.db.run(lambda cur: claims.promote_due(cur)):
-                self.want_claim = True
-
-    def _poll(self, now: float) -> None:
-        elector = self.elector
-        result = self.db.run(lambda cur: claims.poll(cur, self.settings.queues, elector.beacon))
-        elector.observe(result.leader_remaining, result.beacon_free)
-        self._polled_since_claim = True
-        self.next_poll = now + self.settings.poll_interval
-        self.paused = result.paused
-        if result.has_ready:
-            self.want_claim = True
-        if result.next_due is not None:
-            self._due_in(result.next_due)
-
-    def _due_in(self, seconds: float) -> None:
-        due = time.monotonic() + max(0.0, seconds)
-        self.next_due = due if self.next_due is None else min(self.next_due, due)
-
-    def _claim(self, limit: int) -> tuple[int, list[ClaimedJob]]:
-        settings = self.settings
-        batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
-        claimed = 0
-        for queue in settings.queues:
-            if queue in self.paused:
-                continue
-            room = limit - claimed
-
-            def claim(cur: Cursor, queue: str = queue, room: int = room) -> int:
-                return self.claim(cur, queue, batch_id, self.heartbeat.worker_id, settings.worker_name,
-                                  settings.lease, room)
-
-            claimed += self.db.run(claim)
-            if claimed >= limit:
-                break
-        if not claimed:
-            return batch_id, []
-        self._polled_since_claim = False
-        jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
-        if keyed(jobs):  # admitted, or set aside until their key has a free slot
-            jobs = self.limits.admit(batch_id, jobs)
-            self.next_poll = 0.0  # what was set aside made room in the claim: look again at once
-        if len(settings.queues) > 1:  # earlier queues first; within one, (priority, id) as fetched
-            jobs.sort(key=lambda job: self._queue_rank.get(job.queue, 0))
-        self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
-        return batch_id, jobs
+        claimed_at = time.monotonic()  # the lease runs from no earlier than this
+        batch_id, jobs, set_aside = self.claimer.claim(limit, lookout.paused)
+        lookout.claimed(full=len(jobs) >= limit, set_aside=set_aside)
+        if not jobs:
+            return False
+        keeper.add(batch_id, claimed_at, jobs)
+        self._report(keeper)
+        return True
 
     def _report(self, keeper: Keeper) -> None:
         """STATUS= says how many slots are busy (or which batch runs on the main thread), whenever that changes."""
@@ -293,9 +218,7 @@ class Worker:
     def _wait(self) -> None:
         """Sleep until a hint for our queues, the next poll, a due job, a job's return, or a signal."""
         logs.flush()
-        timeout = self.next_poll - time.monotonic()
-        if self.next_due is not None:
-            timeout = min(timeout, self.next_due - time.monotonic())
+        timeout = self.lookout.timeout()
         if self.notifier.watchdog_interval is not None:
             timeout = min(timeout, self.notifier.watchdog_interval)
         sources: list[Any] = [self._wake_r, self.keeper.slots]  # the slots: readable when a job returns
@@ -313,14 +236,8 @@ class Worker:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_r, 512)
         if self.listener:
-            wake = self.listener.wake(readable, self.settings.queues, self.paused,
-                                      self.report.done + self.report.failed)
-            if wake.claim:
-                self.want_claim = True
-            if wake.poll:
-                self.next_poll = 0.0
-            if wake.due is not None:
-                self._due_in(wake.due)
+            self.lookout.hinted(self.listener.wake(readable, self.settings.queues, self.lookout.paused,
+                                                   self.report.done + self.report.failed))
 
     def _ping_watchdog(self) -> None:
         period = self.notifier.watchdog_interval

@@ -1,0 +1,61 @@
+"""Claiming a batch: the claim statement queue by queue (earlier queues first) under one fresh token,
+the batch read back, and jobs with a concurrency key admitted or set aside (mysqlq.worker.limits)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection
+from typing import Any
+
+from mysqlq.core.config import Settings
+from mysqlq.core.jobs import ClaimedJob
+from mysqlq.store import claims
+from mysqlq.store.db import Cursor, Database
+from mysqlq.worker.limits import Limits, keyed
+
+
+def new_batch_id() -> int:
+    """A fresh claim token: 63 random bits, never reused in practice."""
+    return random.getrandbits(63) or 1
+
+
+class Claimer:
+    """Claims for one worker: :meth:`claim` returns the batch's token, the jobs that may start, and
+    whether any were set aside for their concurrency key."""
+
+    def __init__(self, settings: Settings, db: Database, limits: Limits, log: Any,
+                 worker_id: Callable[[], int]) -> None:
+        self.settings = settings
+        self.db = db
+        self.limits = limits
+        self.log = log
+        self.worker_id = worker_id
+        self.statement = claims.CLAIMS[settings.claim_strategy]
+        self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
+
+    def claim(self, limit: int, paused: Collection[str]) -> tuple[int, list[ClaimedJob], bool]:
+        settings, statement, worker_id = self.settings, self.statement, self.worker_id()
+        batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
+        claimed = 0
+        for queue in settings.queues:
+            if queue in paused:
+                continue
+            room = limit - claimed
+
+            def claim(cur: Cursor, queue: str = queue, room: int = room) -> int:
+                return statement(cur, queue, batch_id, worker_id, settings.worker_name, settings.lease, room)
+
+            claimed += self.db.run(claim)
+            if claimed >= limit:
+                break
+        if not claimed:
+            return batch_id, [], False
+        jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
+        set_aside = False
+        if keyed(jobs):  # admitted, or set aside until their key has a free slot
+            admitted = self.limits.admit(batch_id, jobs)
+            set_aside, jobs = len(admitted) < len(jobs), admitted
+        if len(settings.queues) > 1:  # earlier queues first; within one, (priority, id) as fetched
+            jobs.sort(key=lambda job: self._queue_rank.get(job.queue, 0))
+        self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
+        return batch_id, jobs, set_aside
