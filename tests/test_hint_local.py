@@ -14,7 +14,8 @@ PYTHON = str(pathlib.Path(MYSQLQ).parent / "python")
 BIND = """\
 import pathlib, sys
 import mysqlq.hint.local as local
-from mysqlq import Dsn, Settings, logs
+from mysqlq import Dsn, Settings
+from mysqlq.core import logs
 local.RUN_DIR = pathlib.Path(sys.argv[1])
 logs.configure("console")
 listener = local.LocalListener(Settings(dsn=Dsn()))

@@ -1,4 +1,11 @@
-"""Logging: structlog configured once, by the CLI, as console lines, JSON or journal entries."""
+"""Logging: structlog configured once, by the CLI, as console lines, JSON or journal entries; and,
+when mysqlq is imported as a library, records of the standard ``logging`` module under ``mysqlq``.
+
+Every part of mysqlq gets its logger from :func:`get_logger`. Until the CLI calls :func:`configure`,
+those loggers hand their events to ``logging.getLogger("mysqlq.…")``, where the application's own
+logging configuration decides what is shown (nothing, by default: the ``mysqlq`` logger has a
+``NullHandler``). mysqlq never configures structlog behind an application's back.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,76 @@ from typing import Any, TextIO
 import structlog
 
 FORMATS = ("auto", "console", "json", "journal")
+# LogRecord's own attributes: a field of the same name is passed on with a trailing underscore.
+_RECORD_KEYS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+logging.getLogger("mysqlq").addHandler(logging.NullHandler())
+
+_generation = 0  # bumped by configure(): loggers made before it resolve again
+_configured = False
+
+
+def _to_record(logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
+    """The last library processor: ``event key=value …`` as the message, the fields as the record's
+    attributes (``record.job_id``), the traceback as ``exc_info``."""
+    event = str(event_dict.pop("event", ""))
+    exc_info = event_dict.pop("exc_info", None)
+    fields = " ".join(f"{key}={_value(value)}" for key, value in event_dict.items())
+    extra = {f"{key}_" if key in _RECORD_KEYS else key: value for key, value in event_dict.items()}
+    return {"msg": f"{event} {fields}".rstrip(), "extra": extra, "exc_info": exc_info}
+
+
+def _library_logger(name: str) -> Any:
+    return structlog.wrap_logger(
+        logging.getLogger(name),
+        processors=[structlog.stdlib.filter_by_level, _to_record],
+        wrapper_class=structlog.stdlib.BoundLogger,
+        context_class=dict,
+        cache_logger_on_first_use=True,
+    )
+
+
+class Logger:
+    """A structlog logger that settles, at first use, on the CLI's configuration or on the standard
+    ``logging`` module (see the module's docstring); ``bind`` adds fields as structlog's does."""
+
+    __slots__ = ("_context", "_generation", "_logger", "_name")
+
+    def __init__(self, name: str, context: dict[str, Any] | None = None) -> None:
+        self._name = name
+        self._context = context or {}
+        self._logger: Any = None
+        self._generation = -1
+
+    def _resolve(self) -> Any:
+        if self._generation != _generation:
+            base = structlog.get_logger(self._name) if _configured else _library_logger(self._name)
+            self._logger = base.bind(**self._context) if self._context else base
+            self._generation = _generation
+        return self._logger
+
+    def bind(self, **fields: Any) -> Logger:
+        return Logger(self._name, {**self._context, **fields})
+
+    def debug(self, event: str, **fields: Any) -> Any:
+        return self._resolve().debug(event, **fields)
+
+    def info(self, event: str, **fields: Any) -> Any:
+        return self._resolve().info(event, **fields)
+
+    def warning(self, event: str, **fields: Any) -> Any:
+        return self._resolve().warning(event, **fields)
+
+    def error(self, event: str, **fields: Any) -> Any:
+        return self._resolve().error(event, **fields)
+
+    def exception(self, event: str, **fields: Any) -> Any:
+        return self._resolve().exception(event, **fields)
+
+
+def get_logger(name: str) -> Logger:
+    """mysqlq's logger called ``name`` (``mysqlq.worker``, ``mysqlq.db``, …)."""
+    return Logger(name)
 
 
 def stderr_is_journal() -> bool:
@@ -119,7 +196,7 @@ def fatal(line: str, fmt: str | None = None, **fields: str | None) -> None:
 
 
 def configure(fmt: str = "auto", level: str = "info") -> str:
-    """Configure structlog for the whole process; returns the format chosen for ``auto``."""
+    """Configure structlog for the whole process (the CLI owns it); returns the format chosen for ``auto``."""
     if fmt == "auto":
         fmt = "journal" if stderr_is_journal() else "console"
     numeric = logging.getLevelNamesMapping()[level.upper()]
@@ -143,4 +220,6 @@ def configure(fmt: str = "auto", level: str = "info") -> str:
         logger_factory=factory,
         cache_logger_on_first_use=True,
     )
+    global _configured, _generation
+    _configured, _generation = True, _generation + 1
     return fmt

@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-import structlog
-
+from mysqlq.core import logs
 from mysqlq.core.addresses import Address
 from mysqlq.core.config import Dsn
 from mysqlq.hint import address, wire
@@ -28,7 +27,7 @@ TTL = 5.0  # seconds a read of the registry is used for
 IDLE_CLOSE = 2 * TTL  # the thread ends, closing its connection, after this long without hints
 FLUSH_WAIT = 1.0  # at exit, how long owed hints may hold the process up
 
-log = structlog.get_logger("mysqlq.hint")
+log = logs.get_logger("mysqlq.hint")
 
 
 @dataclass(frozen=True)

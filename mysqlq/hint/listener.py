@@ -13,8 +13,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
-
+from mysqlq.core import logs
 from mysqlq.core.config import Settings
 from mysqlq.hint import address
 from mysqlq.hint.limit import WakeBudget
@@ -37,7 +36,7 @@ class Listener:
     """Unix and UDP hint sockets, the key that signs this worker's network hints, and the wake budget."""
 
     def __init__(self, settings: Settings, log: Any = None) -> None:
-        self.log = log or structlog.get_logger("mysqlq.hint")
+        self.log = log or logs.get_logger("mysqlq.hint")
         self.local: LocalListener | None = None
         try:
             self.local = LocalListener(settings)

@@ -18,15 +18,14 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-import structlog
-
+from mysqlq.core import logs
 from mysqlq.core.config import Settings
 from mysqlq.hint.wire import Hint
 
 RUN_DIR = Path("/run/mysqlq")
 MAX_DATAGRAMS = 256  # read per wake-up, so that a flood cannot keep the worker reading forever
 
-log = structlog.get_logger("mysqlq.hint")
+log = logs.get_logger("mysqlq.hint")
 
 
 def _fallback_dir() -> Path:

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import MySQLdb
 import MySQLdb.connections
 import MySQLdb.cursors
-import structlog
 
+from mysqlq.core import logs
 from mysqlq.core.config import Dsn
 from mysqlq.core.errors import DatabaseUnavailable
 from mysqlq.store.sql import query
@@ -22,7 +22,7 @@ T = TypeVar("T")
 Connection = MySQLdb.connections.Connection
 Cursor = MySQLdb.cursors.Cursor
 
-log = structlog.get_logger("mysqlq.db")
+log = logs.get_logger("mysqlq.db")
 
 # Errors after which the same work may simply be tried again: deadlock, lock wait timeout and a
 # lost certification (rolled back; retried on the same connection), a write refused by a read-only

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import MySQLdb
-import structlog
 from werkzeug.exceptions import HTTPException
 
+from mysqlq.core import logs
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import MysqlqError
 from mysqlq.core.errors import NotFound as JobNotFound
@@ -17,7 +17,7 @@ from mysqlq.store.db import CLI_RETRY, Cursor, Database
 from mysqlq.web.actions import ActionRefused
 
 T = TypeVar("T")
-log = structlog.get_logger("mysqlq.web")
+log = logs.get_logger("mysqlq.web")
 
 
 class DatabaseDown(HTTPException):

@@ -6,16 +6,16 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import MySQLdb
-import structlog
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from mysqlq.core import logs
 from mysqlq.core.errors import MysqlqError
 from mysqlq.web import snapshot
 
-log = structlog.get_logger("mysqlq.web")
+log = logs.get_logger("mysqlq.web")
 
 
 Run = Callable[[Callable[[Any], Any]], Any]

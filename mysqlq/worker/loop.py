@@ -13,8 +13,6 @@ from collections.abc import Iterable
 from types import FrameType
 from typing import Any
 
-import structlog
-
 from mysqlq import hint
 from mysqlq.core import logs
 from mysqlq.core.config import Settings
@@ -46,7 +44,7 @@ class Worker:
 
     def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
         self.settings = settings
-        self.log = structlog.get_logger("mysqlq.worker").bind(worker=settings.worker_name)
+        self.log = logs.get_logger("mysqlq.worker").bind(worker=settings.worker_name)
         self.stop_requested_at: float | None = None
         self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER,
                            on_pause=self._paused, stop_requested=lambda: self.stop_requested_at)
