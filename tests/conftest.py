@@ -187,10 +187,12 @@ class QueueDB:
 
         return Settings(dsn=Dsn.parse(self.dsn), hint_dir=str(self.tmp / "hints"), **changes)
 
-    def producer(self, **changes: Any) -> Any:
+    def producer(self, pool_size: int | None = None, **changes: Any) -> Any:
         from mysqlq import Producer
 
-        return Producer(self.settings(**changes))
+        if pool_size is None:
+            return Producer(self.settings(**changes))
+        return Producer(self.settings(**changes), pool_size=pool_size)
 
     def env(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ)

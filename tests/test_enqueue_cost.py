@@ -16,7 +16,7 @@ from .conftest import QueueDB
 
 def session_counters(producer: Any) -> dict[str, int]:
     """The producer connection's own statement counters (the SHOW itself counts one Question)."""
-    with producer.db.conn.cursor() as cur:
+    with producer.pool.database() as db, db.conn.cursor() as cur:  # a lone thread is lent one connection
         cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Questions', 'Com_insert', 'Com_select')")
         return {name: int(value) for name, value in cur.fetchall()}
 

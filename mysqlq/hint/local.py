@@ -14,6 +14,7 @@ import hashlib
 import os
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -80,6 +81,7 @@ class LocalSender:
         self.folder, self.fallback = hint_dir(settings)
         self.prefix = prefix(settings) + "."
         self._sock: socket.socket | None = None
+        self._sock_lock = threading.Lock()  # a Producer's threads share this sender
         self._listing: list[str] | None = None
         self._listed_mtime = 0
         self._listed_at = 0.0  # monotonic
@@ -113,15 +115,13 @@ class LocalSender:
         paths = self.paths()
         if not paths:
             return set()
-        if self._sock is None:
-            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            self._sock.setblocking(False)
+        sock = self._socket()
         messages = [f"{queue}\n{delay:.6f}".encode() for queue in set(queues)]
         reached = set()
         for path in paths:
             try:
                 for message in messages:
-                    self._sock.sendto(message, path)
+                    sock.sendto(message, path)
                 reached.add(int(path.rsplit(".", 2)[-2]))
             except ValueError:
                 continue
@@ -134,10 +134,18 @@ class LocalSender:
                         reached.add(int(path.rsplit(".", 2)[-2]))
         return reached
 
+    def _socket(self) -> socket.socket:
+        with self._sock_lock:
+            if self._sock is None:
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                self._sock.setblocking(False)
+            return self._sock
+
     def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        with self._sock_lock:
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
 
 
 class LocalListener:

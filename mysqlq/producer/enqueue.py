@@ -11,26 +11,32 @@ from mysqlq import hint
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
 from mysqlq.core.jobs import Job
+from mysqlq.producer.pool import Pool
 from mysqlq.store import jobs as store
 from mysqlq.store.db import CLI_RETRY, Connection, Cursor, Database, transaction
 from mysqlq.store.schema import check_schema
 
 BULK_CHUNK = 1000  # jobs per INSERT of enqueue_many, at most
 BULK_BYTES = 4 * 1024 * 1024  # an INSERT of enqueue_many ends once its payloads reach this many bytes
+POOL_SIZE = 8  # connections a Producer opens at most, shared by its threads
 
 
 class Producer:
-    """Enqueues jobs on a connection of its own (autocommit), then hints idle workers (mysqlq.hint).
+    """Enqueues jobs on connections of its own (autocommit), then hints idle workers (mysqlq.hint).
+
+    One Producer may be shared by every thread of a process: each call borrows a connection of its
+    pool (at most ``pool_size``, opened as needed) that no other thread uses meanwhile.
 
     >>> with Producer(Settings(dsn=Dsn.parse("mysql://app:pw@db/app"))) as q:
     ...     job_id = q.enqueue("mail.send", {"to": "a@example.com"})
     """
 
-    def __init__(self, settings: Settings | None = None, *, dsn: str | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, *, dsn: str | None = None,
+                 pool_size: int = POOL_SIZE) -> None:
         if settings is None:
             settings = Settings(dsn=Dsn.parse(dsn)) if dsn else Settings()
         self.settings = settings
-        self.db = Database(settings.dsn, retry=CLI_RETRY, on_connect=self._on_connect)
+        self.pool = Pool(lambda: Database(settings.dsn, retry=CLI_RETRY, on_connect=self._on_connect), pool_size)
         self.hints = hint.Sender(settings)
         self.renderer = store.RowRenderer()  # its connections are all opened alike (mysqlq.store.db.connect)
 
@@ -62,7 +68,8 @@ class Producer:
         job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
                   dedupe_scope, concurrency_key)
         row = job.row(self.settings)
-        job_id = self.db.run(lambda cur: store.insert_job(cur, row, self.renderer))
+        with self.pool.database() as db:
+            job_id = db.run(lambda cur: store.insert_job(cur, row, self.renderer))
         self.hints.notify((queue,), delay)
         return job_id
 
@@ -81,7 +88,8 @@ class Producer:
         wrong = next((n for n, job in enumerate(batch) if not isinstance(job, Job)), None)
         if wrong is not None:
             raise InvalidJob(f"enqueue_many takes mysqlq.Job objects; item {wrong} is {type(batch[wrong]).__name__}")
-        inserted = self.db.run(lambda cur: self._insert_all(cur, batch, progress))
+        with self.pool.database() as db:
+            inserted = db.run(lambda cur: self._insert_all(cur, batch, progress))
         self.hints.notify({job.queue for job in batch})
         return inserted
 
@@ -124,15 +132,16 @@ class Producer:
 
         Workers are hinted after the commit, never before.
         """
-        conn = self.db.conn
-        tx = Transaction(conn, self.settings)
-        with transaction(conn):
-            yield tx
+        with self.pool.database() as db:
+            conn = db.conn
+            tx = Transaction(conn, self.settings)
+            with transaction(conn):
+                yield tx
         if tx.queues:
             self.hints.notify(tx.queues)
 
     def close(self) -> None:
-        self.db.close()
+        self.pool.close()
         self.hints.close()
 
     def __enter__(self) -> Producer:
