@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from mysqlq import hint
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
 from mysqlq.core.jobs import Job
+from mysqlq.producer.aio import AsyncTransaction, atransaction
+from mysqlq.producer.offload import Offload
 from mysqlq.producer.pool import Pool
 from mysqlq.store import jobs as store
 from mysqlq.store.db import CLI_RETRY, Connection, Cursor, Database, transaction
@@ -38,6 +41,7 @@ class Producer:
         self.settings = settings
         self.pool = Pool(lambda: Database(settings.dsn, retry=CLI_RETRY, on_connect=self._on_connect), pool_size)
         self.hints = hint.Sender(settings)
+        self.offload = Offload(pool_size)  # the async methods' threads
         self.renderer = store.RowRenderer()  # its connections are all opened alike (mysqlq.store.db.connect)
 
     def _on_connect(self, conn: Connection) -> None:
@@ -140,9 +144,25 @@ class Producer:
         if tx.queues:
             self.hints.notify(tx.queues)
 
+    # ------------------------------------------------------------------ from async code
+
+    async def aenqueue(self, handler: str, payload: Any = None, **options: Any) -> int:
+        """Like :meth:`enqueue` (the same options), without blocking the event loop."""
+        return await self.offload.call(partial(self.enqueue, handler, payload, **options))
+
+    async def aenqueue_many(self, jobs: Iterable[Job], progress: Callable[[int], object] | None = None) -> int:
+        """Like :meth:`enqueue_many`, without blocking the event loop (``progress`` is called on a thread)."""
+        return await self.offload.call(self.enqueue_many, list(jobs), progress)
+
+    def atransaction(self) -> AbstractAsyncContextManager[AsyncTransaction]:
+        """``async with producer.atransaction() as tx``: ``await tx.aenqueue(…)`` and ``await tx.run(fn)``
+        (your statements, ``fn(cursor)``) commit together when the block ends, or roll back."""
+        return atransaction(self, Transaction)
+
     def close(self) -> None:
         self.pool.close()
         self.hints.close()
+        self.offload.close()
 
     def __enter__(self) -> Producer:
         return self
