@@ -75,6 +75,15 @@ class Worker:
 
     def run(self) -> int:
         self._install_signals()
+        try:
+            return self._run()
+        finally:
+            self.keeper.close()
+            signal.set_wakeup_fd(-1)
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+    def _run(self) -> int:
         exit_code = 0
         beating = False
         try:
@@ -109,12 +118,13 @@ class Worker:
             self.notifier.stopping(self._status("stopping"))
             if self.listener:
                 self.listener.close()
-            self.keeper.close()
             if beating:
                 self.heartbeat.stopping = True
                 self.services.stop()
                 self.maintainer.release(self.db)  # another worker takes the role over at once
                 self.heartbeat.unregister(self.db)
+            else:
+                self.services.db.close()  # it registered, or tried to
             self.db.close()
             if beating:  # a worker refused at registration never started: the CLI says why
                 self.log.info("worker.stopped", done=self.report.done, failed=self.report.failed,

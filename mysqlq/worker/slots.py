@@ -123,13 +123,15 @@ class Slots:
             self._loop.call_soon_threadsafe(self._loop.stop)
         for db in self._dbs.values():
             db.close()
+        os.close(self._wake_r)  # a thread finishing late finds its write refused (and ignores it)
+        os.close(self._wake_w)
 
     # ------------------------------------------------------------------ on other threads
 
     def _finish(self, running: Running, outcome: Outcome) -> None:
         running.outcome = outcome
         self._done.put(running)
-        with contextlib.suppress(BlockingIOError):
+        with contextlib.suppress(OSError):  # full (a wake-up is pending anyway), or closed at exit
             os.write(self._wake_w, b"x")
 
     def _finished_coroutine(self, running: Running, future: concurrent.futures.Future[Outcome]) -> None:
