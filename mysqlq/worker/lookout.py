@@ -52,11 +52,13 @@ class Lookout:
         due = time.monotonic() + max(0.0, seconds)
         self.next_due = due if self.next_due is None else min(self.next_due, due)
 
-    def claimed(self, full: bool, set_aside: bool) -> None:
+    def claimed(self, full: bool, set_aside: bool, found: bool) -> None:
         """A claim came back: claim again at once while claims come back ``full``; poll at once when
-        jobs were ``set_aside`` (blocked: they made room the claim did not fill)."""
+        jobs were ``set_aside`` (blocked: they made room the claim did not fill). A claim that ``found``
+        jobs makes the last poll stale (a burst worker looks again before it calls the queues drained)."""
         self.want_claim = full
-        self.polled_since_claim = False
+        if found:
+            self.polled_since_claim = False
         if set_aside:
             self.next_poll = 0.0
 
