@@ -51,6 +51,14 @@ with mysqlq.Producer(mysqlq.Settings(dsn=mysqlq.Dsn.parse(sys.argv[1]))) as prod
         time.sleep(0.3)
 """
 
+# Enqueue one long job of the handler in argv[2]; print its id as a JSON list.
+ENQUEUE_ONE = """
+import json, sys
+import mysqlq
+with mysqlq.Producer(dsn=sys.argv[1]) as producer:
+    print(json.dumps([producer.enqueue(sys.argv[2], {"seconds": 60})]))
+"""
+
 
 @dataclass
 class Lab:
@@ -262,3 +270,17 @@ def test_hint_bind_off_leaves_no_address_and_jobs_wait_for_the_poll(site: Site) 
     wait_for(lambda: site.records(), "the job to run at the next poll")
     # The producer saw a worker it could not hint and said what to do, once.
     assert result.stderr.count("hint.no_worker_reached") == 1, result.stderr
+
+
+@pytest.mark.parametrize("handler", ["test.cooperative", "test.acooperative"])
+def test_a_job_running_on_the_workers_host_is_cancelled_from_another(site: Site, handler: str) -> None:
+    start_workers(site, "w1")
+    (job_id,) = json.loads(site.run("producer", PYTHON, "-c", ENQUEUE_ONE, site.app_dsn, handler).stdout)
+    wait_for(lambda: [str(job_id), "1", "start"] in [r[:3] for r in site.records()], "the job to start")
+    result = site.run("producer", MYSQLQ, "cancel", str(job_id))
+    assert result.stdout.strip() == "cancelled 1 job (1 job running: asked to stop)"
+    # The worker learns of it from the database (no hint needed), within a second or so.
+    wait_for(lambda: [str(job_id), "1", "cancelled"] in [r[:3] for r in site.records()], "the handler to stop",
+             timeout=10)
+    wait_for(lambda: "job.cancelled" in site.log("w1"), "the worker to log it")
+    assert site.query("SELECT status, attempts FROM mysqlq_jobs WHERE id = %s", (job_id,)) == [("cancelled", 1)]

@@ -41,15 +41,15 @@ def test_bad_input_is_a_clear_404(qdb: QueueDB) -> None:
 
 
 def test_an_action_refused_by_the_jobs_status_changes_nothing(qdb: QueueDB) -> None:
-    [running] = plant(qdb, "running")
+    [done] = plant(qdb, "done", ended_ago=5)
     web = client(qdb)
     token = csrf_of(web.get("/").get_data(as_text=True))
-    response = web.post(f"/jobs/{running}/cancel", data={"csrf": token}, follow_redirects=True)
-    refused = f"job {running} is running: only ready, scheduled or blocked jobs can be cancelled"
+    response = web.post(f"/jobs/{done}/cancel", data={"csrf": token}, follow_redirects=True)
+    refused = f"job {done} is done: only ready, scheduled, blocked or running jobs can be cancelled"
     assert refused in response.get_data(as_text=True)
-    response = web.post(f"/jobs/{running}/retry", data={"csrf": token}, follow_redirects=True)
+    response = web.post(f"/jobs/{done}/retry", data={"csrf": token}, follow_redirects=True)
     assert "only dead jobs can be retried" in response.get_data(as_text=True)
-    assert status_of(qdb, running) == "running"
+    assert status_of(qdb, done) == "done"
 
 
 def test_redirects_stay_on_this_site(qdb: QueueDB) -> None:

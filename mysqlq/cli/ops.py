@@ -203,6 +203,8 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
 
 # ---------------------------------------------------------------------------- retry / cancel
 
+CANCELLABLE = ["ready", "scheduled", "blocked", "running"]
+
 
 def _refuse(found: Mapping[int, tuple[str, str]], ids: Sequence[int], allowed: Sequence[str], action: str) -> None:
     """Raise (so nothing changes) unless every named job exists and has an allowed status."""
@@ -264,13 +266,20 @@ def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str
 @click.argument("ids", nargs=-1, metavar="ID...")
 @click.pass_context
 def cancel(ctx: click.Context, ids: tuple[str, ...]) -> None:
-    """Cancel ready, scheduled or blocked jobs: they will not run (a running job is not interrupted: refused)."""
+    """Cancel jobs: ready, scheduled or blocked ones will not run; a running one's handler is asked to stop.
+
+    The worker holding a running job finds it cancelled within a second: an `async def` handler is
+    cancelled, a `def` handler sees `ctx.cancelled` (or `ctx.stop_if_cancelled()` raises). A handler
+    that ignores the request runs on until it returns or reaches its time limit. Either way the job
+    ends cancelled and is not retried.
+    """
     if not ids:
         raise ConfigError("give the ids of the jobs to cancel")
     job_ids = parse_ids(ids)
     _, db = _database(ctx)
-    change = _change(db, "cancel_jobs", job_ids, ["ready", "scheduled", "blocked"], "cancelled")
-    click.echo(f"cancelled {_jobs(change.changed)}")
+    change = _change(db, "cancel_jobs", job_ids, CANCELLABLE, "cancelled")
+    running = f" ({_jobs(change.running)} running: asked to stop)" if change.running else ""
+    click.echo(f"cancelled {_jobs(change.changed)}{running}")
 
 
 # ---------------------------------------------------------------------------- pause / resume

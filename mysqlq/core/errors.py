@@ -51,3 +51,8 @@ class JobTimeout(BaseException):
 
     A BaseException so that a handler's ``except Exception`` cannot swallow it.
     """
+
+
+class JobCancelled(Exception):
+    """Raised by ``ctx.stop_if_cancelled()`` in a handler whose job was cancelled while it ran; the
+    job stays cancelled and is not retried. (Not a MysqlqError: it belongs to the handler's flow.)"""

@@ -99,3 +99,11 @@ def bury(cur: Cursor, batch_id: int, job_id: int, error: str) -> int:
 
 def release(cur: Cursor, batch_id: int, ids: Sequence[int]) -> int:
     return execute_in(cur, "release_jobs", ids, before=(batch_id,))
+
+
+def cancelled_in_hand(cur: Cursor, ids: Sequence[int]) -> set[int]:
+    """Which of these jobs (a worker's, in hand) were cancelled meanwhile."""
+    if not ids:
+        return set()
+    execute_in(cur, "cancelled_in_hand", ids)
+    return {int(row[0]) for row in cur.fetchall()}

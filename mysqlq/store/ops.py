@@ -98,6 +98,7 @@ class Change:
 
     changed: int
     queues: frozenset[str]
+    running: int = 0  # of the changed jobs, how many were running (a cancel asks their handlers to stop)
 
 
 def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequence[str],
@@ -112,7 +113,7 @@ def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequen
         if statement == "cancel_jobs":  # jobs with a concurrency key: slots given back, waits ended
             limits_store.settle_keys(cur, limits_store.keys_of(cur, ids))
     queues = frozenset(queue for status, queue in found.values() if status in allowed)
-    return Change(changed, queues)
+    return Change(changed, queues, sum(1 for status, _ in found.values() if status == "running" and status in allowed))
 
 
 def dead_jobs(cur: Cursor, queue: str | None, limit: int) -> list[tuple[int, str]]:

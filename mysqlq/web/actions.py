@@ -19,7 +19,7 @@ class ActionRefused(MysqlqError):
     """The job's status does not allow the action (retry of a job that is not dead...)."""
 
 
-def _change(run: Run, statement: str, job_id: int, allowed: tuple[str, ...], verb: str) -> frozenset[str]:
+def _change(run: Run, statement: str, job_id: int, allowed: tuple[str, ...], verb: str) -> ops_store.Change:
     def check(found: Mapping[int, tuple[str, str]]) -> None:
         if job_id not in found:
             raise NotFound(f"no job with id {job_id}")
@@ -29,17 +29,20 @@ def _change(run: Run, statement: str, job_id: int, allowed: tuple[str, ...], ver
             raise ActionRefused(f"job {job_id} is {status}: only {what} jobs can be {verb}")
 
     change: ops_store.Change = run(lambda cur: ops_store.change_jobs(cur, statement, [job_id], allowed, check))
-    return change.queues
+    return change
 
 
 def retry_job(run: Run, settings: Settings, job_id: int) -> str:
-    hint.notify(settings, _change(run, "retry_jobs", job_id, ("dead",), "retried"))
+    hint.notify(settings, _change(run, "retry_jobs", job_id, ("dead",), "retried").queues)
     return f"job {job_id} is ready again, with its attempts reset"
 
 
+CANCELLABLE = ("ready", "scheduled", "blocked", "running")
+
+
 def cancel_job(run: Run, job_id: int) -> str:
-    _change(run, "cancel_jobs", job_id, ("ready", "scheduled", "blocked"), "cancelled")
-    return f"job {job_id} is cancelled"
+    change = _change(run, "cancel_jobs", job_id, CANCELLABLE, "cancelled")
+    return f"job {job_id} is cancelled" + (" (its handler is asked to stop)" if change.running else "")
 
 
 def retry_dead(run: Run, settings: Settings, queue: str | None) -> str:

@@ -44,7 +44,13 @@ class Batch:
     jobs: deque[ClaimedJob]
     buffer: OutcomeBuffer
     log: Any
+    ids: list[int]  # every job of the claim
     in_flight: int = 0
+
+
+def cancelled(outcome: Outcome) -> Outcome:
+    """The outcome of a job cancelled while it ran, whatever its handler did: its row is final already."""
+    return Outcome("cancelled", outcome.duration, "cancelled while it ran", recorded=True)
 
 
 class Keeper:
@@ -63,6 +69,7 @@ class Keeper:
         self.db = db
         self.log = log
         self.leases = leases
+        self.cancels = runner.cancels
         self.limits = limits
         self.report = report
         self.notifier = notifier
@@ -91,8 +98,9 @@ class Keeper:
 
     def add(self, batch_id: int, claimed_at: float, jobs: list[ClaimedJob]) -> None:
         self.leases.hold(batch_id, claimed_at)
+        self.cancels.hold(job.id for job in jobs)
         self.batches[batch_id] = Batch(batch_id, deque(jobs), OutcomeBuffer(batch_id, self.settings),
-                                       self.log.bind(batch_id=batch_id))
+                                       self.log.bind(batch_id=batch_id), [job.id for job in jobs])
 
     def deadline(self) -> float | None:
         """When the worker must look again even if nothing happens: now when jobs wait to be started,
@@ -138,7 +146,9 @@ class Keeper:
                                   duration=round(outcome.duration, 6))
                 continue
             self._observe(running.job, outcome)
-            if outcome.kind == "release":
+            if running.job.id in self.cancels.requested:
+                outcome = cancelled(outcome)
+            elif outcome.kind == "release":
                 self.slots.drop_connection(running.slot)
                 self._interrupted(batch, running.job, outcome)
                 continue
@@ -148,8 +158,10 @@ class Keeper:
         """A thread past its limit: its job is recorded failed now. One far past it: the worker is stuck."""
         for running in self.slots.overdue(now):
             running.timed_out = True
-            self.batches[running.batch_id].buffer.add(running.job, timed_out(running.prepared.limit,
-                                                                               running.prepared.started))
+            outcome = timed_out(running.prepared.limit, running.prepared.started)
+            if running.job.id in self.cancels.requested:
+                outcome = cancelled(outcome)
+            self.batches[running.batch_id].buffer.add(running.job, outcome)
         if self.stuck is None:
             for running in self.slots.stuck(now):
                 self.stuck = running
@@ -163,7 +175,7 @@ class Keeper:
         """Start jobs while slots are free: in a slot, or on this thread (see the module's docstring)."""
         # The hot path of no-op jobs: lookups hoisted out of the loop.
         slots, prepare, quick, doubtful = self.slots, self.runner.prepare, self.by_handler.get_or, self.leases.doubtful
-        inline_all, until = self.inline_all, time.monotonic() + INLINE_TURN
+        inline_all, until, requested = self.inline_all, time.monotonic() + INLINE_TURN, self.cancels.requested
         for batch in list(self.batches.values()):
             jobs, batch_id, buffer = batch.jobs, batch.batch_id, batch.buffer
             while jobs and slots.free and not self.halted:
@@ -174,6 +186,9 @@ class Keeper:
                     jobs.clear()
                     break
                 job = jobs.popleft()
+                if requested and job.id in requested:  # cancelled before it started
+                    buffer.add(job, Outcome("cancelled", 0.0, "cancelled before it started", recorded=True))
+                    continue
                 prepared = prepare(job)
                 if isinstance(prepared, Outcome):
                     buffer.add(job, prepared)
@@ -206,6 +221,7 @@ class Keeper:
                 self._flush(batch, final=True)
                 del self.batches[batch.batch_id]
                 self.leases.drop(batch.batch_id)
+                self.cancels.let_go(batch.ids)
             elif final_only or batch.buffer.due():
                 self._flush(batch, final=False)
 
@@ -228,7 +244,9 @@ class Keeper:
             outcome = self.runner.call(prepared, batch.batch_id, conn, alarm=True)
             self.notifier.in_job = False
         self._observe(job, outcome)
-        if outcome.kind == "release":
+        if job.id in self.cancels.requested:
+            outcome = cancelled(outcome)
+        elif outcome.kind == "release":
             self.db.close()  # the next statement reconnects, waiting for the server if need be
             self._interrupted(batch, job, outcome)
             return False

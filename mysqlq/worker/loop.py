@@ -23,6 +23,7 @@ from mysqlq.leader.maintainer import Maintainer
 from mysqlq.store.db import FOREVER, Database, RetryPolicy, StopRequested
 from mysqlq.store.schema import check_schema
 from mysqlq.worker import metrics as worker_metrics
+from mysqlq.worker.cancels import Cancels, CancelWatch
 from mysqlq.worker.claimer import Claimer
 from mysqlq.worker.claimsize import claim_limit
 from mysqlq.worker.heartbeat import Heartbeat
@@ -51,7 +52,8 @@ class Worker:
         self.notifier = Notifier()
         self.metrics = worker_metrics.start(settings)  # per-worker metrics (--metrics-port); a no-op when off
         self.report = Report(self.metrics)
-        runner = Runner(settings, registry or Registry(), self.log)
+        self.cancels = Cancels()
+        runner = Runner(settings, registry or Registry(), self.log, self.cancels)
         self.limits = Limits(runner.registry, self.db, self.log)  # jobs with a concurrency key
         self.leases = Leases(settings.lease, settings.heartbeat_interval)
         self.keeper = Keeper(settings, runner, self.db, self.log, self.leases, self.limits, self.report,
@@ -62,7 +64,7 @@ class Worker:
         self.heartbeat = Heartbeat(settings, self.services.db, self.log, self.leases)
         self.elector = Elector(settings, self.services.db, self.log, lambda: self.heartbeat.worker_id, looks)
         self.maintainer = Maintainer(settings, self.services.db, self.log, self.elector)
-        self.services.attach([self.heartbeat, self.maintainer])
+        self.services.attach([self.heartbeat, self.maintainer, CancelWatch(self.services.db, self.cancels, self.log)])
         self.lookout = Lookout(settings, self.db, self.elector)
         self.claimer = Claimer(settings, self.db, self.limits, self.log, lambda: self.heartbeat.worker_id)
         self._last_status: tuple[int, int] | None = None
@@ -199,7 +201,7 @@ class Worker:
             return False
         claimed_at = time.monotonic()  # the lease runs from no earlier than this
         batch_id, jobs, set_aside = self.claimer.claim(limit, lookout.paused)
-        lookout.claimed(full=len(jobs) >= limit, set_aside=set_aside)
+        lookout.claimed(full=len(jobs) >= limit, set_aside=set_aside, found=bool(jobs) or set_aside)
         if not jobs:
             return False
         keeper.add(batch_id, claimed_at, jobs)

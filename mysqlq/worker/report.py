@@ -35,6 +35,8 @@ class Report:
             log.info("job.done", **fields)
         elif outcome.kind == "lost":
             log.warning("job.claim_lost", **fields, note=outcome.error)
+        elif outcome.kind == "cancelled":
+            log.info("job.cancelled", **fields, note=outcome.error)
         else:
             self.failed += 1
             final = outcome.kind == "dead" or job.attempt >= job.max_attempts

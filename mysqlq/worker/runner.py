@@ -18,6 +18,7 @@ from mysqlq.core.handlers import Registry, declared_time_limit, is_transactional
 from mysqlq.core.jobs import ClaimedJob, decode_payload
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, is_transient, transaction
+from mysqlq.worker.cancels import Cancels
 from mysqlq.worker.context import JobContext
 from mysqlq.worker.outcomes import Outcome
 
@@ -77,10 +78,11 @@ class Prepared:
 class Runner:
     """Turns a claimed job into an Outcome; never raises for anything the job did."""
 
-    def __init__(self, settings: Settings, registry: Registry, log: Any) -> None:
+    def __init__(self, settings: Settings, registry: Registry, log: Any, cancels: Cancels) -> None:
         self.settings = settings
         self.registry = registry
         self.log = log
+        self.cancels = cancels  # how a job cancelled while it runs is asked to stop
         self.alarm = Alarm()
         self._traits: dict[Callable[..., Any], tuple[float | None, bool, bool]] = {}
 
@@ -112,6 +114,7 @@ class Runner:
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
         """Call a plain handler; with ``alarm``, SIGALRM ends it at its limit (main thread only)."""
         ctx = self.context(prepared, conn)
+        self.cancels.started(prepared.job.id, ctx.cancel)
         try:
             if alarm:
                 self.alarm.arm(prepared.limit)
@@ -135,8 +138,15 @@ class Runner:
         return Outcome("done", time.monotonic() - prepared.started)
 
     async def run_async(self, prepared: Prepared, batch_id: int, conn: Connection | None) -> Outcome:
-        """Await an ``async def`` handler, cancelled at its time limit."""
+        """Await an ``async def`` handler, cancelled at its time limit (or when its job is cancelled)."""
         ctx = self.context(prepared, conn)
+        task, loop = asyncio.current_task(), asyncio.get_running_loop()
+        if task is not None:
+            def stop() -> None:
+                ctx.cancel()
+                loop.call_soon_threadsafe(task.cancel)
+
+            self.cancels.started(prepared.job.id, stop)
         try:
             if prepared.transactional:
                 assert conn is not None

@@ -387,3 +387,8 @@ SELECT DISTINCT queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) WHERE run
 -- Per queue, how long the oldest ready job has been waiting (microseconds): the ready rows only.
 SELECT ready_queue, TIMESTAMPDIFF(MICROSECOND, MIN(run_at), NOW(6)) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)
  WHERE ready_queue IS NOT NULL GROUP BY ready_queue;
+
+-- name: cancelled_in_hand
+-- Which of the jobs a worker holds were cancelled meanwhile (mysqlq cancel): primary-key lookups,
+-- as many as the worker holds.
+SELECT id FROM mysqlq_jobs WHERE id IN ({ids}) AND status = 'cancelled';

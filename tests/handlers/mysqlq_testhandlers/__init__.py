@@ -144,3 +144,26 @@ def limited_effect(payload: Any, ctx: mysqlq.JobContext) -> None:
     _limited_span(payload, ctx, "lspan")
     if payload.get("fail"):
         raise RuntimeError("limited effect failed after writing")
+
+
+def cooperative(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Work in small steps for up to payload["seconds"], stopping when the job is cancelled."""
+    _append(f"{ctx.job_id} {ctx.attempt} start")
+    deadline = time.monotonic() + float(payload["seconds"])
+    while time.monotonic() < deadline:
+        if ctx.cancelled:
+            _append(f"{ctx.job_id} {ctx.attempt} cancelled")
+        ctx.stop_if_cancelled()
+        time.sleep(0.02)
+    _append(f"{ctx.job_id} {ctx.attempt} end")
+
+
+async def acooperative(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Await for payload["seconds"]; a cancelled job's coroutine is cancelled (and says so)."""
+    _append(f"{ctx.job_id} {ctx.attempt} start")
+    try:
+        await asyncio.sleep(float(payload["seconds"]))
+    except asyncio.CancelledError:
+        _append(f"{ctx.job_id} {ctx.attempt} cancelled")
+        raise
+    _append(f"{ctx.job_id} {ctx.attempt} end")

@@ -1,0 +1,83 @@
+"""Cancelling a running job: ``mysqlq cancel`` ends its row ``cancelled`` at once; the worker holding it
+finds so within a second and asks the handler to stop. An ``async def`` handler is cancelled (it sees
+``asyncio.CancelledError``); a ``def`` handler sees ``ctx.cancelled`` become true (``ctx.stop_if_cancelled()``
+raises :class:`mysqlq.JobCancelled`). A handler that ignores the request keeps its time limit. Either
+way the job stays cancelled and is not retried: the worker writes nothing more for it.
+
+The watch runs on the worker's background thread (mysqlq.worker.services), once a second while the
+worker holds jobs: one statement of primary-key lookups, none while it is idle.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from mysqlq.store import claims
+from mysqlq.store.db import Cursor, Database
+
+WATCH_EVERY = 1.0  # seconds between looks while jobs are in hand
+
+
+class Cancels:
+    """The jobs in hand and how to stop each one that has started, shared by the worker's main thread,
+    its slots and its background thread. Every change is one operation on a built-in set or dict (atomic
+    under the GIL), and each side writes before it reads what the other wrote, so no request is missed."""
+
+    def __init__(self) -> None:
+        self._in_hand: set[int] = set()
+        self._stops: dict[int, Callable[[], None]] = {}
+        self.requested: set[int] = set()  # jobs in hand that were cancelled
+
+    def hold(self, ids: Iterable[int]) -> None:
+        self._in_hand.update(ids)
+
+    def let_go(self, ids: Iterable[int]) -> None:
+        ids = list(ids)
+        self._in_hand.difference_update(ids)
+        self.requested.difference_update(ids)
+        for job_id in ids:
+            self._stops.pop(job_id, None)
+
+    def started(self, job_id: int, stop: Callable[[], None]) -> None:
+        """A job began: ``stop()`` asks it to stop (called from another thread)."""
+        self._stops[job_id] = stop
+        if job_id in self.requested:
+            stop()
+
+    def in_hand(self) -> list[int]:
+        return sorted(self._in_hand - self.requested)
+
+    def request(self, ids: set[int]) -> None:
+        fresh = (ids & self._in_hand) - self.requested
+        self.requested |= fresh
+        for job_id in fresh:
+            stop = self._stops.get(job_id)
+            if stop is not None:
+                stop()
+
+
+class CancelWatch:
+    """A service of the background thread: looks for cancelled jobs among those in hand."""
+
+    name = "cancel-watch"
+
+    def __init__(self, db: Database, cancels: Cancels, log: Any) -> None:
+        self.db = db
+        self.cancels = cancels
+        self.log = log
+        self.next_at = time.monotonic() + WATCH_EVERY
+
+    def on_connect(self, cur: Cursor) -> None:
+        pass
+
+    def run(self) -> None:
+        self.next_at = time.monotonic() + WATCH_EVERY
+        ids = self.cancels.in_hand()
+        if not ids:
+            return
+        found = self.db.run(lambda cur: claims.cancelled_in_hand(cur, ids))
+        if found:
+            self.log.info("job.cancel_requested", job_ids=",".join(map(str, sorted(found))))
+            self.cancels.request(found)
