@@ -21,7 +21,7 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || command -v sudo)
 PYTEST_ARGS ?=
 BENCH_ARGS  ?=
 
-.PHONY: all deps venv lint test demo bench clean distclean
+.PHONY: all deps venv lint docs test demo bench clean distclean
 
 all: test
 
@@ -50,7 +50,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml $(wildcard $(addsuffix /pyproject.toml,$(LOCAL_PKGS))) | deps
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]' \
+	$(BIN)/python -m pip install -q -e '.[dev,docs]' \
 	  $(foreach d,$(LOCAL_PKGS),$(if $(wildcard $(d)/pyproject.toml $(d)/setup.py),-e ./$(d)))
 	@touch $@
 
@@ -60,9 +60,13 @@ lint: venv
 	$(BIN)/mypy mysqlq
 	$(BIN)/lint-imports --no-cache
 
+# docs: the documentation site into build/site, strictly (a warning fails the build).
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 # test: lint, then pytest (the session fixture starts a private mariadbd itself,
 # or uses MYSQLQ_TEST_DSN).  Extra pytest options: make test PYTEST_ARGS='-k claim -x'
-test: deps venv lint
+test: deps venv lint docs
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # demo: run the end-to-end demo script.
