@@ -1,4 +1,4 @@
-"""The bare-SQL reference loop of BENCH.md: what this machine can do with no queue library at all.
+"""The bare-SQL reference loop (docs/performance.md): what this machine can do with no queue library at all.
 
 Each of K processes, with mysqlclient and autocommit, claims, fetches and acks batches on its own
 ``job_queue`` table until nothing is claimed::

@@ -1,4 +1,4 @@
-"""The workloads of BENCH.md (W1–W8) and the claim-strategy comparison, each a function of a Bench.
+"""The workloads of docs/performance.md (W1–W8) and the claim-strategy comparison, each a function of a Bench.
 
 Every function runs its workload ``bench.runs`` times, prints one line per figure as soon as it is
 known, and returns the figures (for the summary table).  Worker processes are real ``mysqlq worker``
@@ -62,7 +62,7 @@ DEFAULTS = mysqlq.Settings(dsn=mysqlq.Dsn())
 
 @dataclass(frozen=True)
 class Sizes:
-    """How big each workload is: full (BENCH.md) or --quick."""
+    """How big each workload is: full (as docs/performance.md defines them) or --quick."""
 
     w1_jobs: int
     w2_seconds: float

@@ -36,7 +36,7 @@ def promote_due(cur: Cursor, limit: int = 1000) -> int:
 
 
 def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int) -> int:
-    """Claim with one UPDATE … ORDER BY … LIMIT (seed 001, method 4); returns how many were claimed."""
+    """Claim with one UPDATE … ORDER BY … LIMIT under the batch token; returns how many were claimed."""
     params = {"queue": queue, "batch_id": batch_id, "worker_id": worker_id, "worker": worker,
               "lease_us": round(lease * 1e6), "limit": limit}
     return execute(cur, "claim_batch", params)

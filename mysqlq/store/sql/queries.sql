@@ -135,7 +135,7 @@ UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_scheduled)
  ORDER BY scheduled_at LIMIT %(limit)s;
 
 -- name: claim_batch
--- Claim (seed 001, method 4): mark up to N ready jobs of a queue as ours under a fresh batch_id.
+-- Claim: mark up to N ready jobs of a queue as ours under a fresh batch_id.
 -- It walks mysqlq_jobs_ready, which holds a queue name only for ready rows, and moves each row
 -- it takes out of it (ready_queue NULL) and into mysqlq_jobs_state under its batch: two index
 -- entries per job. The index is forced (with few rows the optimizer may prefer another plan and a
