@@ -7,6 +7,7 @@ subprocesses with default settings except what the workload names.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import json
@@ -21,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -472,6 +474,9 @@ def _timed_fill(cur: Any, payloads: list[bytes]) -> float:
 def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
     single = Figure("W4", {"mode": "single", "n": str(sizes.w4_singles)}, spread=("jobs_s", "ratio_bare"))
     bulk = Figure("W4", {"mode": "bulk", "n": str(sizes.w4_bulk)}, spread=("jobs_s", "ratio_bare"))
+    threads = Figure("W4", {"mode": "threads", "threads": str(W4_THREADS), "n": str(sizes.w4_singles)},
+                     spread=("jobs_s", "ratio_bare"))
+    loop = Figure("W4", {"mode": "async", "in_flight": str(W4_IN_FLIGHT)}, spread=("jobs_s", "lag_p99_ms"))
     for run in range(bench.runs):
         note(f"W4 run {run + 1}: {sizes.w4_singles} single enqueues vs bare INSERTs (alternating in "
              f"{W4_BLOCKS} blocks), {W4_BULK_PAIRS} × {sizes.w4_bulk} in bulk vs bare multi-row INSERTs (alternating)")
@@ -510,9 +515,101 @@ def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
                    ratio_bare=bare_s / mysqlq_s)
         bulk.add(jobs_s=W4_BULK_PAIRS * sizes.w4_bulk / bulk_s,
                  bare_multirow_jobs_s=W4_BULK_PAIRS * sizes.w4_bulk / bare_bulk_s, ratio_bare=bare_bulk_s / bulk_s)
+        threads.add(**w4_threads(bench, dsn, sizes.w4_singles))
+        loop.add(**w4_async(bench, dsn))
         conn.close()
         bench.drop(dsn.database)
-    return [emit(single), emit(bulk)]
+    return [emit(single), emit(bulk), emit(threads), emit(loop)]
+
+
+W4_THREADS = 8
+W4_IN_FLIGHT = 1000
+
+
+def w4_threads(bench: Bench, dsn: mysqlq.Dsn, n: int) -> dict[str, float]:
+    """One Producer shared by 8 threads (its pool), against 8 threads each with its own bare connection."""
+    per = n // W4_THREADS
+    payloads = [payload_bytes(i) for i in range(per)]
+
+    def bare(_: int) -> float:
+        conn = bench.connect(dsn)
+        try:
+            return bench_bare.insert_loop(conn.cursor(), payloads)
+        finally:
+            conn.close()
+
+    with mysqlq.Producer(bench.settings(dsn), pool_size=W4_THREADS) as producer, \
+            ThreadPoolExecutor(W4_THREADS) as pool:
+        list(pool.map(lambda i: producer.enqueue("bench.noop", payload(i)), range(W4_THREADS)))  # connect all
+        with timer() as t:
+            list(pool.map(lambda t: [producer.enqueue("bench.noop", payload(i)) for i in range(per)],
+                          range(W4_THREADS)))
+        with timer() as tb:
+            list(pool.map(bare, range(W4_THREADS)))
+    return {"jobs_s": W4_THREADS * per / t[0], "bare_jobs_s": W4_THREADS * per / tb[0], "ratio_bare": tb[0] / t[0]}
+
+
+async def _lag_while(work: Any) -> tuple[float, list[float]]:
+    """Run ``work`` (a coroutine) while a 1 ms timer measures how late the event loop wakes it."""
+    lags: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            await asyncio.sleep(0.001)
+            lags.append(time.perf_counter() - started - 0.001)
+
+    tick = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    await work
+    elapsed = time.perf_counter() - started
+    done.set()
+    await tick
+    return elapsed, lags
+
+
+def w4_async(bench: Bench, dsn: mysqlq.Dsn) -> dict[str, float]:
+    """1,000 aenqueue calls in flight: the rate, and the event loop's lag meanwhile (p50, p99); the same
+    rows through an async driver (aiomysql, as many connections) for comparison, when it is installed."""
+
+    async def main() -> dict[str, float]:
+        with mysqlq.Producer(bench.settings(dsn)) as producer:
+            await producer.aenqueue("bench.noop", payload(0))
+            elapsed, lags = await _lag_while(asyncio.gather(
+                *(producer.aenqueue("bench.noop", payload(i)) for i in range(W4_IN_FLIGHT))))
+        found = {"jobs_s": W4_IN_FLIGHT / elapsed, "lag_p50_ms": percentile(lags, 50) * 1e3,
+                 "lag_p99_ms": percentile(lags, 99) * 1e3}
+        try:
+            import aiomysql  # type: ignore[import-untyped]
+        except ImportError:
+            return found
+        from mysqlq.store.jobs import NAMES
+        from mysqlq.store.sql import query
+
+        statement = query("insert_job").replace("{rows}", query("job_values_due"))
+        keep = [n for n, name in enumerate(NAMES) if name not in ("run_at", "delay_us")]
+        options: dict[str, Any] = {"user": dsn.user, "password": dsn.password or "", "db": dsn.database,
+                                   "autocommit": True, "minsize": 8, "maxsize": 8}
+        options.update({"unix_socket": dsn.unix_socket} if dsn.unix_socket else {"host": dsn.host, "port": dsn.port})
+        pool = await aiomysql.create_pool(**options)
+        settings = bench.settings(dsn)
+
+        async def one(i: int) -> None:
+            row = mysqlq.Job("bench.noop", payload(i)).row(settings)
+            values = [v.decode() if isinstance(v, bytes) else v for v in (row[n] for n in keep)]
+            async with pool.acquire() as conn, conn.cursor() as cur:
+                await cur.execute(statement, values)
+
+        try:
+            elapsed, lags = await _lag_while(asyncio.gather(*(one(i) for i in range(W4_IN_FLIGHT))))
+        finally:
+            pool.close()
+            await pool.wait_closed()
+        found.update(async_driver_jobs_s=W4_IN_FLIGHT / elapsed, async_driver_lag_p99_ms=percentile(lags, 99) * 1e3)
+        return found
+
+    return asyncio.run(main())
 
 
 # ---------------------------------------------------------------------------- W5
