@@ -5,8 +5,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-# Small pip-installable packages that provide handler entry points.
-LOCAL_PKGS := tests/handlers scripts/handlers
+# Small pip-installable packages: handler entry points (tests, demo) and the tests' harness
+# (private servers, test hosts, waiting), which the demo and the benchmark use too.
+LOCAL_PKGS := tests/handlers tests/harness scripts/handlers
 
 # Debian packages needed to build mysqlclient / systemd-python, to run mariadbd, the browser the
 # dashboard tests drive (Playwright talks to Debian's chromium; it never downloads a browser), and
@@ -81,7 +82,7 @@ bench: deps venv
 clean:
 	@if [ -d .mysqlq ]; then \
 	  find .mysqlq -name mariadbd.pid -exec sh -c \
-	    '$(PYTHON) scripts/private_mariadb.py stop "$$(dirname "$$1")" || true' _ {} \; ; \
+	    'PYTHONPATH=tests/harness $(PYTHON) -m mysqlq_harness.mariadb stop "$$(dirname "$$1")" || true' _ {} \; ; \
 	fi
 	rm -rf .mysqlq build dist .mypy_cache .ruff_cache .pytest_cache
 	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' \) \

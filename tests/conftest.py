@@ -3,7 +3,7 @@
 Server part: every test that needs a database uses the session fixture
 ``mariadb``.  With ``MYSQLQ_TEST_DSN`` set, that server is used as is (and
 cannot be killed or restarted).  Otherwise a private ``mariadbd`` is started
-in a temp dir for the session (scripts/private_mariadb.py) and stopped at the
+in a temp dir for the session (mysqlq_harness.mariadb) and stopped at the
 end.  When no server can be had, tests are skipped, or fail when ``CI`` is set.
 
 This part must stay importable without the mysqlq package or any DB driver.
@@ -20,10 +20,8 @@ from collections.abc import Iterator
 from typing import NoReturn
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "scripts"))
-
-from private_mariadb import MariaDBError, PrivateMariaDB, server_greets
+from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB, server_greets
+from mysqlq_harness.waiting import stop_processes, wait_for
 
 
 def unavailable(reason: str) -> NoReturn:
@@ -132,9 +130,7 @@ def restartable_mariadb(mariadb: MariaDBServer) -> Iterator[MariaDBServer]:
 # --- package fixtures ---
 
 import secrets  # noqa: E402
-import signal  # noqa: E402
 import subprocess  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
@@ -147,6 +143,16 @@ def with_database(dsn: str, database: str) -> str:
     """The same server DSN naming another database."""
     url = urllib.parse.urlsplit(dsn)
     return urllib.parse.urlunsplit(url._replace(path="/" + database))
+
+
+def query_once(conn: Any, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+    """Run one statement on ``conn``, return its rows, and close the connection."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
+    finally:
+        conn.close()
 
 
 @dataclass
@@ -166,13 +172,7 @@ class QueueDB:
         return connect(Dsn.parse(self.dsn))
 
     def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql, params)
-                return list(cur.fetchall())
-        finally:
-            conn.close()
+        return query_once(self.connect(), sql, params)
 
     def scalar(self, sql: str, params: Any = None) -> Any:
         rows = self.query(sql, params)
@@ -237,28 +237,13 @@ class QueueDB:
 
     def wait_for(self, condition: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
         """Poll until condition() is truthy; fail with ``what`` after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = condition()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-            time.sleep(0.05)
+        return wait_for(condition, what, timeout)
 
     def logs(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.tmp.glob("worker-*.log")))
 
     def stop_workers(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs)
 
 
 @pytest.fixture
@@ -290,3 +275,15 @@ def qdb(mariadb: MariaDBServer, tmp_path: pathlib.Path) -> Iterator[QueueDB]:
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS {name}")
         admin.close()
+
+
+@pytest.fixture
+def journald(tmp_path: pathlib.Path) -> Iterator[Any]:
+    """A private journald in namespaces of its own (mysqlq_harness.journald)."""
+    from mysqlq_harness.journald import PrivateJournald, missing_prerequisites
+
+    reason = missing_prerequisites()
+    if reason:
+        unavailable(f"private journald: {reason}")
+    with PrivateJournald(tmp_path / "journald") as server:
+        yield server

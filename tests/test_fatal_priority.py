@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from mysqlq_harness.journald import PrivateJournald
+from mysqlq_harness.waiting import wait_for
 
-from .conftest import MYSQLQ, QueueDB, unavailable
-from .private_journald import PrivateJournald, missing_prerequisites
-from .private_systemd import wait_for
+from .conftest import MYSQLQ, QueueDB
 
 MISSING = "mysqlq: error: the mysqlq schema is missing: run `mysqlq migrate`"
 # Run with stderr connected to the journal as systemd does for a unit: systemd-cat gives the command
@@ -19,13 +17,6 @@ MISSING = "mysqlq: error: the mysqlq schema is missing: run `mysqlq migrate`"
 AS_A_UNIT = 'JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) exec "$@"'
 
 
-@pytest.fixture
-def journald(tmp_path: Path) -> Iterator[PrivateJournald]:
-    reason = missing_prerequisites()
-    if reason:
-        unavailable(f"private journald: {reason}")
-    with PrivateJournald(tmp_path / "journald") as server:
-        yield server
 
 
 def errors(journald: PrivateJournald, fragment: str) -> list[dict[str, str]]:
@@ -39,7 +30,7 @@ def test_worker_under_systemd_logs_a_missing_schema_at_error_priority(qdb: Queue
     result = journald.run("systemd-cat", "-t", "worker", "sh", "-c", AS_A_UNIT, "sh", MYSQLQ, "worker", "--burst",
                           env=env)
     assert result.returncode == 1
-    [entry] = wait_for(lambda: errors(journald, "schema is missing"), 30, "the error entry")
+    [entry] = wait_for(lambda: errors(journald, "schema is missing"), "the error entry", 30)
     assert entry["MESSAGE"] == MISSING
     assert entry["SYSLOG_IDENTIFIER"] == "mysqlq"
     assert entry["MYSQLQ_EVENT"] == "command.failed"
@@ -54,7 +45,7 @@ def test_console_output_into_a_journal_stream_gets_the_error_prefix(qdb: QueueDB
     env = qdb.env(MYSQLQ_LOG_FORMAT="console")
     result = journald.run("systemd-cat", "-t", "stats", "sh", "-c", AS_A_UNIT, "sh", MYSQLQ, "stats", env=env)
     assert result.returncode == 1
-    [entry] = wait_for(lambda: errors(journald, "schema is missing"), 30, "the error entry")
+    [entry] = wait_for(lambda: errors(journald, "schema is missing"), "the error entry", 30)
     assert entry["MESSAGE"] == MISSING  # journald took "<3>" as the priority and removed it
     assert entry["SYSLOG_IDENTIFIER"] == "stats"
 
@@ -67,7 +58,7 @@ def test_journal_output_from_a_terminal_goes_to_both(qdb: QueueDB, journald: Pri
     assert result.stderr.splitlines() == [
         f"mysqlq: error: access denied for user 'nobody' at 127.0.0.1:{dsn.rsplit(':', 1)[1].split('/')[0]}: "
         "check the DSN's user and password"]
-    [entry] = wait_for(lambda: errors(journald, "access denied"), 30, "the error entry")
+    [entry] = wait_for(lambda: errors(journald, "access denied"), "the error entry", 30)
     assert entry["COMMAND"] == "workers"
     assert "hunter2" not in entry["MESSAGE"]
 

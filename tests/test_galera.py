@@ -1,4 +1,4 @@
-"""mysqlq on a 3-node MariaDB Galera cluster (scripts/private_galera.py): migrations and leadership
+"""mysqlq on a 3-node MariaDB Galera cluster (mysqlq_harness.galera): migrations and leadership
 that do not rely on the node-local GET_LOCK, a process-list check that judges only its own node's
 connections, and a drain that survives a node's kill -9 with nothing lost or run twice."""
 
@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from mysqlq_harness.galera import PrivateGalera
 
 from mysqlq import Dsn, Job, Producer, Settings
 from mysqlq.store.db import connect
@@ -21,17 +22,11 @@ from .conftest import MYSQLQ, unavailable
 
 pytestmark = pytest.mark.slow
 
-try:
-    from private_galera import PrivateGalera  # scripts/ is on sys.path (tests/conftest.py)
-except ImportError:  # pragma: no cover - the script ships with the repository
-    PrivateGalera = None  # type: ignore[assignment,misc]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateGalera]:
     """A private 3-node cluster for this module (about 30 s to bootstrap and join)."""
-    if PrivateGalera is None:
-        unavailable("scripts/private_galera.py is missing")
     for needed in ("/usr/bin/mariabackup", "/usr/bin/socat"):
         if not os.path.exists(needed):
             unavailable(f"{needed} is missing: `make deps` installs mariadb-backup and socat")

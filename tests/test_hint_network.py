@@ -7,22 +7,18 @@ import json
 import os
 import pathlib
 import secrets
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from mysqlq_harness import netns as netns_hosts
+from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB
+from mysqlq_harness.waiting import stop_processes, wait_for
 
-from .conftest import MYSQLQ, unavailable, with_database
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "scripts"))
-
-import netns_hosts
-from private_mariadb import MariaDBError, PrivateMariaDB
+from .conftest import MYSQLQ, query_once, unavailable, with_database
 
 pytestmark = pytest.mark.slow
 
@@ -101,14 +97,8 @@ class Site:
     def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         import MySQLdb
 
-        conn = MySQLdb.connect(unix_socket=str(self.lab.server.socket), user="root", database=self.name,
-                               autocommit=True)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql, params)
-                return list(cur.fetchall())
-        finally:
-            conn.close()
+        return query_once(MySQLdb.connect(unix_socket=str(self.lab.server.socket), user="root", database=self.name,
+                                          autocommit=True), sql, params)
 
     def env(self, host: str, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQLQ_")}
@@ -147,17 +137,6 @@ class Site:
         return {row[0]: (row[1], row[2], row[3]) for row in rows}
 
 
-def wait_for(condition: Any, what: str, timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def site(lab: Lab, tmp_path: pathlib.Path) -> Iterator[Site]:
     from mysqlq.core.config import Dsn
@@ -182,15 +161,7 @@ def site(lab: Lab, tmp_path: pathlib.Path) -> Iterator[Site]:
     try:
         yield site
     finally:
-        for proc in site.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in site.procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(site.procs, timeout=20)
         root = connect(Dsn.parse(lab.server.dsn))
         with root.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS {name}")

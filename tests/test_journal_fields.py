@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
+from mysqlq_harness.journald import PrivateJournald
+from mysqlq_harness.waiting import wait_for
 
-from .conftest import MYSQLQ, QueueDB, unavailable
-from .private_journald import PrivateJournald, missing_prerequisites
-from .private_systemd import wait_for
-
-
-@pytest.fixture
-def journald(tmp_path: Path) -> Iterator[PrivateJournald]:
-    reason = missing_prerequisites()
-    if reason:
-        unavailable(f"private journald: {reason}")
-    with PrivateJournald(tmp_path / "journald") as server:
-        yield server
+from .conftest import MYSQLQ, QueueDB
 
 
 def test_a_jobs_story_is_found_by_job_id_with_its_fields(qdb: QueueDB, journald: PrivateJournald) -> None:
@@ -31,7 +19,7 @@ def test_a_jobs_story_is_found_by_job_id_with_its_fields(qdb: QueueDB, journald:
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # everything went to the journal
 
-    done = wait_for(lambda: journald.entries(f"JOB_ID={done_id}"), 30, "the done job's entries")
+    done = wait_for(lambda: journald.entries(f"JOB_ID={done_id}"), "the done job's entries", 30)
     [entry] = [e for e in done if e.get("MYSQLQ_EVENT") == "job.done"]
     assert entry["JOB_ID"] == str(done_id)
     assert entry["QUEUE"] == "jq"
@@ -48,7 +36,7 @@ def test_a_jobs_story_is_found_by_job_id_with_its_fields(qdb: QueueDB, journald:
     claimed = journald.entries(f"BATCH_ID={entry['BATCH_ID']}", "MYSQLQ_EVENT=batch.claimed")
     assert [e["WORKER"] for e in claimed] == ["journal-1"]
 
-    dead = wait_for(lambda: journald.entries(f"JOB_ID={dead_id}"), 30, "the dead job's entries")
+    dead = wait_for(lambda: journald.entries(f"JOB_ID={dead_id}"), "the dead job's entries", 30)
     [failure] = [e for e in dead if e.get("MYSQLQ_EVENT") == "job.dead"]
     assert failure["PRIORITY"] == "3"
     assert failure["ERROR"] == "ValueError: boom on attempt 1"

@@ -1,4 +1,4 @@
-"""Tests for scripts/private_mariadb.py, using only the ``mariadb`` client binary."""
+"""Tests for mysqlq_harness.mariadb (the private server), using only the ``mariadb`` client binary."""
 
 from __future__ import annotations
 
@@ -11,16 +11,9 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from private_mariadb import (
-    MariaDBError,
-    PrivateMariaDB,
-)  # scripts/ is on sys.path (conftest)
+from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB
 
 from .conftest import unavailable
-
-SCRIPT = (
-    pathlib.Path(__file__).resolve().parent.parent / "scripts" / "private_mariadb.py"
-)
 
 
 @pytest.fixture(autouse=True)
@@ -124,7 +117,7 @@ def test_start_failure_reports_error_log(server: PrivateMariaDB) -> None:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
+        [sys.executable, "-m", "mysqlq_harness.mariadb", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -168,5 +161,5 @@ def test_cli_errors_are_one_line(tmp_path: pathlib.Path) -> None:
     result = cli("dsn", str(tmp_path / "nothing"))
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith("private_mariadb: error: no data dir")
+    assert result.stderr.startswith("mysqlq_harness.mariadb: error: no data dir")
     assert "Traceback" not in result.stderr

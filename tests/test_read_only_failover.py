@@ -10,17 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from mysqlq_harness.mariadb import PrivateMariaDB
 
 from mysqlq import DatabaseUnavailable, Dsn, Producer, Settings
 from mysqlq.store.db import Database, connect
 from mysqlq.store.schema import migrate
 
-from .conftest import MariaDBServer, QueueDB, throwaway_mariadb, unavailable
-
-try:
-    from private_mariadb import PrivateMariaDB  # scripts/ is on sys.path (tests/conftest.py)
-except ImportError:  # pragma: no cover - the script ships with the repository
-    PrivateMariaDB = None  # type: ignore[assignment,misc]
+from .conftest import MariaDBServer, QueueDB, query_once, throwaway_mariadb, unavailable
 
 WRITER, PASSWORD = "mysqlq_writer", "writer-pw"
 
@@ -28,8 +24,8 @@ WRITER, PASSWORD = "mysqlq_writer", "writer-pw"
 @pytest.fixture(scope="module")
 def second_server(tmp_path_factory: pytest.TempPathFactory, mariadb: MariaDBServer) -> Iterator[PrivateMariaDB]:
     """A second private mariadbd beside the session's server."""
-    if PrivateMariaDB is None or mariadb.tcp_dsn is None:
-        unavailable("needs private servers (MYSQLQ_TEST_DSN is set or scripts/private_mariadb.py is missing)")
+    if mariadb.tcp_dsn is None:
+        unavailable("needs private servers (MYSQLQ_TEST_DSN is set)")
     with throwaway_mariadb(tmp_path_factory.mktemp("second-mariadb"), "a second private mariadbd") as server:
         yield server
 
@@ -44,13 +40,7 @@ class Pair:
     dsn: str  # the writer user's DSN naming both servers
 
     def admin(self, index: int, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-        conn = connect(Dsn.parse(self.admins[index]), use_database=False)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql, params)
-                return list(cur.fetchall())
-        finally:
-            conn.close()
+        return query_once(connect(Dsn.parse(self.admins[index]), use_database=False), sql, params)
 
     def read_only(self, index: int, on: bool) -> None:
         self.admin(index, f"SET GLOBAL read_only = {'ON' if on else 'OFF'}")

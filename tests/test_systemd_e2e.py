@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.systemd import PrivateSystemd, missing_prerequisites
+from mysqlq_harness.waiting import wait_for
 
 from .conftest import MYSQLQ, MariaDBServer, QueueDB, unavailable, with_database
-from .private_systemd import PrivateSystemd, missing_prerequisites, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +55,7 @@ class Deployment:
             found = self.statuses(ids).values()
             return all(s == status and (worker is None or w == worker) for s, _, w in found)
 
-        wait_for(reached, timeout, f"jobs {ids} to be {status}" + (f" by worker {worker}" if worker else ""))
+        wait_for(reached, f"jobs {ids} to be {status}" + (f" by worker {worker}" if worker else ""), timeout)
 
     def unit(self, name: str) -> dict[str, str]:
         return self.systemd.show(name, "ActiveState", "SubState", "Result", "StatusText", "MainPID", "NRestarts",
@@ -104,7 +105,7 @@ def run_scenario(systemd: PrivateSystemd, d: Deployment) -> None:
     ids = d.produce(*(("test.record", {"tag": str(n)}, "e2e") for n in range(6)))
     d.wait_status(ids, "done")
     assert {worker for _, _, worker in d.statuses(ids).values()} <= {"1", "2"}
-    entries = wait_for(lambda: systemd.journal("-u", "worker@*", f"JOB_ID={ids[0]}"), 30, "the job's journal entries")
+    entries = wait_for(lambda: systemd.journal("-u", "worker@*", f"JOB_ID={ids[0]}"), "the job's journal entries", 30)
     [done] = [e for e in entries if e.get("MYSQLQ_EVENT") == "job.done"]
     assert done["_SYSTEMD_UNIT"] == f"worker@{done['WORKER']}.service"
     assert (done["JOB_ID"], done["QUEUE"], done["HANDLER"], done["ATTEMPT"]) == (str(ids[0]), "e2e", "test.record", "1")
@@ -116,7 +117,7 @@ def run_scenario(systemd: PrivateSystemd, d: Deployment) -> None:
     d.wait_status(sleepers, "running", worker="1")
     killed = systemd.kill_main("worker@1", "KILL")
     wait_for(lambda: d.unit("worker@1")["NRestarts"] == "1" and d.unit("worker@1")["ActiveState"] == "active",
-             30, "worker@1 to be restarted")
+             "worker@1 to be restarted", 30)
     assert d.unit("worker@1")["MainPID"] != str(killed)
     d.wait_status(sleepers, "done")
 
@@ -132,7 +133,7 @@ def run_scenario(systemd: PrivateSystemd, d: Deployment) -> None:
     assert int(d.unit("worker@2")["NRestarts"]) == restarts
     stopped = systemd.kill_main("worker@2", "STOP")
     wait_for(lambda: int(d.unit("worker@2")["NRestarts"]) == restarts + 1 and d.unit("worker@2")["ActiveState"]
-             == "active", 30, "the watchdog to restart worker@2")
+             == "active", "the watchdog to restart worker@2", 30)
     assert d.unit("worker@2")["MainPID"] != str(stopped)
     story = systemd.run("journalctl", "--no-pager", "-u", "worker@2", "-o", "cat").stdout
     assert "Watchdog timeout" in story
@@ -158,6 +159,6 @@ def run_scenario(systemd: PrivateSystemd, d: Deployment) -> None:
     systemd.systemctl("enable", "worker@1", "worker@2")
     systemd.systemctl("start", "worker.target")
     wait_for(lambda: [d.unit(name)["ActiveState"] for name in ("worker@1", "worker@2")] == ["active", "active"],
-             30, "the target to start both instances")
+             "the target to start both instances", 30)
     systemd.systemctl("stop", "worker.target")
     assert [d.unit(name)["ActiveState"] for name in ("worker@1", "worker@2")] == ["inactive", "inactive"]

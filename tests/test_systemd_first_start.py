@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.systemd import PrivateSystemd, missing_prerequisites
+from mysqlq_harness.waiting import wait_for
 
 from .conftest import MYSQLQ, MariaDBServer, QueueDB, unavailable, with_database
-from .private_systemd import PrivateSystemd, missing_prerequisites, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -49,8 +50,8 @@ def test_first_start_in_the_readmes_order(qdb: QueueDB, mariadb: MariaDBServer, 
 
     # Started before the schema exists: it fails, and says why at error priority.
     systemd.systemctl("start", "worker@1", check=False)
-    errors = wait_for(lambda: systemd.journal("-u", "worker@1", "-p", "err", "SYSLOG_IDENTIFIER=mysqlq"), 30,
-                      "the worker's error in the journal")
+    errors = wait_for(lambda: systemd.journal("-u", "worker@1", "-p", "err", "SYSLOG_IDENTIFIER=mysqlq"),
+                      "the worker's error in the journal", 30)
     assert errors[0]["MESSAGE"] == "mysqlq: error: the mysqlq schema is missing: run `mysqlq migrate`"
     assert errors[0]["PRIORITY"] == "3" and errors[0]["COMMAND"] == "worker"
     systemd.systemctl("stop", "worker@1")

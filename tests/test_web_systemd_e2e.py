@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.waiting import wait_for
 
 from .conftest import MYSQLQ
 from .ops_fixtures import plant
-from .private_systemd import wait_for
 from .test_systemd_e2e import Deployment, deployment  # noqa: F401
 from .web_fixtures import TOKEN, free_port, get, scrape
 
@@ -33,7 +33,7 @@ def test_the_web_unit_serves_metrics_behind_its_token(deployment: Deployment) ->
             except OSError:
                 return False
 
-        wait_for(answers, 30, "mysqlq-web.service to listen")
+        wait_for(answers, "mysqlq-web.service to listen", 30)
         found = scrape(url, {"Authorization": f"Bearer {TOKEN}"})
         assert found["mysqlq_jobs"][(("queue", "web"), ("status", "ready"))] == 3
         unit = deployment.unit("mysqlq-web.service")

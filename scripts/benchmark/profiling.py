@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import time
 
-from bench_common import BIN, MYSQLQ, Bench, clean_env, dsn_url, fill_jobs, note, status_counts
+from benchmark.common import BIN, MYSQLQ, Bench, clean_env, dsn_url, fill_jobs, note, status_counts
 
 OUTPUT = pathlib.Path("/tmp/mysqlq-bench-profile.txt")
 RATE = 250  # samples per second

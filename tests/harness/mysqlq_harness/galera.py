@@ -1,6 +1,6 @@
 """Run a throwaway 3-node MariaDB Galera cluster on loopback, for tests and the benchmark.
 
-Each node is a private ``mariadbd`` (scripts/private_mariadb.py) with its own data dir, socket,
+Each node is a private ``mariadbd`` (mysqlq_harness.mariadb) with its own data dir, socket,
 client port, group-communication port, incremental-transfer port and state-transfer port, all
 under one base directory and all on 127.0.0.1. Node 1 bootstraps the cluster; the others join it
 by a full state transfer (``mariabackup`` and ``socat``: rsync transfers fail when mariadbd runs as
@@ -19,10 +19,10 @@ Library use::
 
 Command line::
 
-    python scripts/private_galera.py start DIR     # prints the multi-host DSN
-    python scripts/private_galera.py stop DIR
-    python scripts/private_galera.py kill DIR N    # kill -9 node N (1-3)
-    python scripts/private_galera.py restart DIR N # start node N again and wait until Synced
+    python -m mysqlq_harness.galera start DIR     # prints the multi-host DSN
+    python -m mysqlq_harness.galera stop DIR
+    python -m mysqlq_harness.galera kill DIR N    # kill -9 node N (1-3)
+    python -m mysqlq_harness.galera restart DIR N # start node N again and wait until Synced
 """
 
 from __future__ import annotations
@@ -38,9 +38,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from private_mariadb import MariaDBError, PrivateMariaDB, _free_port, _mariadbd
+from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB, _free_port, _mariadbd
 
 __all__ = ["GaleraNode", "PrivateGalera"]
 
@@ -283,7 +281,8 @@ def port_open(port: int) -> bool:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="private_galera.py", description="A throwaway 3-node Galera cluster under DIR.")
+    p = argparse.ArgumentParser(prog="python -m mysqlq_harness.galera",
+                                description="A throwaway 3-node Galera cluster under DIR.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, text in (("start", "start the cluster, print its DSN"), ("stop", "stop every node"),
                        ("dsn", "print the DSN")):

@@ -18,7 +18,7 @@ Figures, each the median of the runs (min and max beside it):
 - Recovery: during a spread drain, ``kill -9`` node 3: seconds until the cluster commits jobs again,
   and until the worker that was on node 3 (now failed over) finishes a job again.
 
-Servers are private and throwaway (scripts/private_mariadb.py, scripts/private_galera.py), started
+Servers are private and throwaway (mysqlq_harness.mariadb, mysqlq_harness.galera), started
 by this script with small buffer pools, so it says nothing about tuned production clusters: compare
 the ratios, not the absolute rates.
 """
@@ -26,7 +26,6 @@ the ratios, not the absolute rates.
 from __future__ import annotations
 
 import contextlib
-import os
 import pathlib
 import shutil
 import subprocess
@@ -37,14 +36,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import MySQLdb
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from bench_common import MYSQLQ, clean_env, fill_jobs, median, note, percentile
-from private_galera import PrivateGalera
-from private_mariadb import PrivateMariaDB
+from mysqlq_harness.galera import PrivateGalera
+from mysqlq_harness.mariadb import PrivateMariaDB
 
 import mysqlq
+from benchmark.common import MYSQLQ, clean_env, fill_jobs, median, note, percentile
 
 BATCHES = (10, 100, 500)
 SYNC_WAITS = (0, 1, 3)  # 1: reads wait for causality; 3: reads, UPDATE and DELETE (the claim) too
@@ -257,7 +253,7 @@ def main(quick: bool = False, runs: int = 3) -> int:
         cluster.start()
         ports = [node.port for node in cluster.nodes]
         spread = [ports[i:] + ports[:i] for i in range(3)]
-        print(f"# galera: 3 nodes on loopback (scripts/private_galera.py), N={n}, K=3, runs={runs}", flush=True)
+        print(f"# galera: 3 nodes on loopback (mysqlq_harness.galera), N={n}, K=3, runs={runs}", flush=True)
         for r in range(runs):
             cases: list[tuple[str, int, int]] = [("plain", 100, 0)]
             cases += [(mode, batch, 0) for mode in ("one_writer", "spread") for batch in BATCHES]

@@ -14,10 +14,10 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
-from .private_systemd import PATH, wait_for
+from mysqlq_harness.lifecycle import StartStop
+from mysqlq_harness.systemd import PATH
+from mysqlq_harness.waiting import wait_for
 
 JOURNALD = Path("/lib/systemd/systemd-journald")
 SOCKET = "run/systemd/journal/socket"
@@ -44,7 +44,7 @@ def missing_prerequisites() -> str | None:
     return None
 
 
-class PrivateJournald:
+class PrivateJournald(StartStop):
     """systemd-journald in its own namespaces, writing below ``base``."""
 
     def __init__(self, base: Path) -> None:
@@ -52,17 +52,6 @@ class PrivateJournald:
         self.log_dir = self.base / "log"
         self.init_pid = 0
         self._proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
 
     def start(self, timeout: float = 30) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -73,8 +62,8 @@ class PrivateJournald:
                  str(self.log_dir)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
             )
-        self.init_pid = wait_for(self._init, timeout, "the namespace's init process")
-        wait_for(lambda: Path(f"/proc/{self.init_pid}/root/{SOCKET}").exists(), timeout, "journald's socket")
+        self.init_pid = wait_for(self._init, "the namespace's init process", timeout)
+        wait_for(lambda: Path(f"/proc/{self.init_pid}/root/{SOCKET}").exists(), "journald's socket", timeout)
 
     def _init(self) -> int:
         assert self._proc is not None

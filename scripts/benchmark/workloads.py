@@ -26,10 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import bench_bare
 import MySQLdb
-import netns_hosts
-from bench_common import (
+from mysqlq_harness import netns as netns_hosts
+
+import mysqlq
+from benchmark import bare as bench_bare
+from benchmark.common import (
     CLK_TCK,
     DB_PREFIX,
     MYSQLQ,
@@ -53,9 +55,7 @@ from bench_common import (
     wait_drained,
     with_database,
 )
-from bench_producer import paced
-
-import mysqlq
+from benchmark.producer import paced
 from mysqlq.store import schema
 from mysqlq.store.db import Database
 
@@ -167,7 +167,7 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim:
     cur = conn.cursor()
     bench_bare.create_table(cur)
     bench_bare.fill(cur, [payload_bytes(i) for i in range(n)])
-    args = [sys.executable, str(SCRIPTS / "bench_bare.py"), "drain", "--conn",
+    args = [sys.executable, str(SCRIPTS / "bare.py"), "drain", "--conn",
             json.dumps(connect_kwargs(dsn, dsn.database)), "--batch", str(batch), "--claim", claim]
     if isolation:
         args += ["--isolation", isolation]
@@ -299,14 +299,14 @@ def latency_run(bench: Bench, name: str, hint: bool, seconds: float, interval: f
 
 
 class RemoteLab:
-    """Three test hosts (scripts/netns_hosts.py): a private server on ``db``, the producer, the workers.
+    """Three test hosts (mysqlq_harness.netns): a private server on ``db``, the producer, the workers.
 
     The server has the same settings as the bench's own; the bench reaches it through its unix
     socket, the producer and the workers over TCP, each host with its own hint directory.
     """
 
     def __init__(self, bench: Bench) -> None:
-        from private_mariadb import PrivateMariaDB
+        from mysqlq_harness.mariadb import PrivateMariaDB
 
         self.hosts = netns_hosts.Hosts(["db", "producer", "workers"])
         self.hosts.up()
@@ -352,7 +352,7 @@ def remote_latency_run(bench: Bench, lab: RemoteLab, name: str, seconds: float, 
         workers.wait_registered(cur, 2)
         time.sleep(1.0)  # listeners bound, addresses recorded, first poll done: the workers are idle
         env = clean_env({"MYSQLQ_HINT_DIR": str(producer_hints)})
-        result = subprocess.run([*lab.hosts.enter("producer"), sys.executable, str(SCRIPTS / "bench_producer.py"),
+        result = subprocess.run([*lab.hosts.enter("producer"), sys.executable, str(SCRIPTS / "producer.py"),
                                  dsn_url(dsn), str(seconds), str(interval)], env=env, capture_output=True, text=True,
                                 check=True)
         sent = int(result.stdout.strip())

@@ -21,13 +21,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
-from typing import Self, TypeVar
 
-T = TypeVar("T")
+from mysqlq_harness.lifecycle import StartStop
+from mysqlq_harness.waiting import wait_for
 
 SYSTEMD = Path("/lib/systemd/systemd")
 SYSTEM_UNITS = Path("/lib/systemd/system")
@@ -95,18 +92,6 @@ def missing_prerequisites() -> str | None:
     return None
 
 
-def wait_for(condition: Callable[[], T], timeout: float, what: str, interval: float = 0.05) -> T:
-    """Poll ``condition`` until it returns something true; raise naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise SystemdError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(interval)
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -124,7 +109,7 @@ def _pid_ns(pid: int | str) -> str | None:
         return None
 
 
-class PrivateSystemd:
+class PrivateSystemd(StartStop):
     """systemd as PID 1 of private namespaces, driven with ``systemctl`` through ``nsenter``."""
 
     def __init__(self, base: Path, *, traversable_root: bool = False) -> None:
@@ -138,17 +123,6 @@ class PrivateSystemd:
         self._proc: subprocess.Popen[bytes] | None = None
 
     # ------------------------------------------------------------------ lifecycle
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
 
     def start(self, timeout: float = 30) -> None:
         _remove_stale_cgroups()
@@ -165,9 +139,9 @@ class PrivateSystemd:
                  *unshare],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
             )
-        self.init_pid = wait_for(self._child_of_unshare, timeout, "the namespace's init process")
+        self.init_pid = wait_for(self._child_of_unshare, "the namespace's init process", timeout)
         self.pid_namespace = _pid_ns(self.init_pid)
-        wait_for(self._running, timeout, "systemctl is-system-running to say running", interval=0.1)
+        wait_for(self._running, "systemctl is-system-running to say running", timeout, interval=0.1)
 
     def _prepare(self) -> None:
         units = self.base / "units"
@@ -233,10 +207,10 @@ class PrivateSystemd:
             if self._proc.poll() is None and not self.init_pid:
                 os.killpg(self._proc.pid, signal.SIGKILL)
             self._proc.wait(timeout)
-        wait_for(lambda: not self._namespace_processes(), timeout, "the namespace's processes to exit")
+        wait_for(lambda: not self._namespace_processes(), "the namespace's processes to exit", timeout)
         for cgroup in self.cgroups:
             if cgroup.exists():
-                wait_for(lambda cgroup=cgroup: not _cgroup_processes(cgroup), timeout, f"{cgroup} to empty")
+                wait_for(lambda cgroup=cgroup: not _cgroup_processes(cgroup), f"{cgroup} to empty", timeout)
                 _remove_cgroup(cgroup)
 
     # ------------------------------------------------------------------ inspection

@@ -17,10 +17,10 @@ Library use::
 
 Command line::
 
-    python scripts/private_mariadb.py start DIR   # prints the DSN
-    python scripts/private_mariadb.py dsn DIR [--tcp]
-    python scripts/private_mariadb.py status DIR  # exit 0 running, 3 stopped
-    python scripts/private_mariadb.py stop DIR
+    python -m mysqlq_harness.mariadb start DIR   # prints the DSN
+    python -m mysqlq_harness.mariadb dsn DIR [--tcp]
+    python -m mysqlq_harness.mariadb status DIR  # exit 0 running, 3 stopped
+    python -m mysqlq_harness.mariadb stop DIR
 
 No Python database driver is needed: readiness is checked by reading the
 server's protocol greeting from the socket.
@@ -166,7 +166,7 @@ class PrivateMariaDB:
     ``setpriv`` (util-linux) and is silently skipped without it.
 
     ``bind_address`` is where it listens for TCP (127.0.0.1 by default); ``netns`` runs it in that
-    network namespace (``ip netns exec``), e.g. a test host of scripts/netns_hosts.py.  On another
+    network namespace (``ip netns exec``), e.g. a test host of mysqlq_harness.netns.  On another
     address than loopback, ``root`` may log in over TCP from anywhere that reaches it, without a
     password: bind it only to addresses of private test networks.
     """
@@ -495,7 +495,7 @@ class PrivateMariaDB:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="private_mariadb.py",
+        prog="python -m mysqlq_harness.mariadb",
         description="Run a throwaway private mariadbd whose files all live under DIR.",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -542,12 +542,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 3
             print(f"running pid={pid} port={db.port} dsn={db.dsn}")
     except MariaDBError as e:
-        print(f"private_mariadb: error: {e.summary}", file=sys.stderr)
+        print(f"mysqlq_harness.mariadb: error: {e.summary}", file=sys.stderr)
         return 1
     except OSError as e:
         name = os.strerror(e.errno) if e.errno else str(e)
         where = f": {e.filename}" if e.filename else ""
-        print(f"private_mariadb: error: {name}{where}", file=sys.stderr)
+        print(f"mysqlq_harness.mariadb: error: {name}{where}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

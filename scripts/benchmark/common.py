@@ -1,6 +1,6 @@
 """Plumbing for ``scripts/bench``: the server, fresh databases, worker processes, figures and their lines.
 
-Nothing here measures anything by itself; :mod:`bench_workloads` does.
+Nothing here measures anything by itself; :mod:`benchmark.workloads` does.
 """
 
 from __future__ import annotations
@@ -166,13 +166,12 @@ class Bench:
             self.base = mysqlq.Dsn.parse(given)
             self.where = f"MYSQLQ_DSN ({self.base.redacted()})"
         else:
-            sys.path.insert(0, str(SCRIPTS))
-            from private_mariadb import PrivateMariaDB
+            from mysqlq_harness.mariadb import PrivateMariaDB
 
             self.server = PrivateMariaDB(self.tmp / "mariadb", die_with_parent=True)
             self.server.start()
             self.base = mysqlq.Dsn.parse(self.server.dsn)
-            self.where = "a private mariadbd (scripts/private_mariadb.py, default server settings)"
+            self.where = "a private mariadbd (mysqlq_harness.mariadb, default server settings)"
         self.admin = MySQLdb.connect(autocommit=True, charset="utf8mb4", **connect_kwargs(self.base))
         self.cur = self.admin.cursor()
         try:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """W2's producer as a process of its own, for the ``remote`` variant (run on another test host).
 
-    bench_producer.py DSN SECONDS INTERVAL   # one bench.latency job every INTERVAL s; prints how many
+    producer.py DSN SECONDS INTERVAL   # one bench.latency job every INTERVAL s; prints how many
 
 Like a web process: one Producer, connected (and its first enqueue done) before the timed jobs.
 """
