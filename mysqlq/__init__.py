@@ -16,7 +16,8 @@ from mysqlq.core.errors import (
 from mysqlq.core.handlers import handler
 from mysqlq.core.jobs import Job
 from mysqlq.hint import notify
-from mysqlq.producer.enqueue import Producer, Transaction, enqueue_on
+from mysqlq.producer.enqueue import Producer
+from mysqlq.producer.outbox import Transaction, enqueue_on
 from mysqlq.worker.context import JobContext
 
 __all__ = [

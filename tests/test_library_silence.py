@@ -22,17 +22,20 @@ APP = textwrap.dedent('''
         class Fields(logging.Handler):  # the structured fields, as the record's attributes
             def emit(self, record):
                 if hasattr(record, "error"):
-                    print(f"{record.name} field error={type(record.error).__name__}")
+                    sys.stdout.write(f"{record.name} field error={type(record.error).__name__}\\n")
 
         logging.getLogger("mysqlq").addHandler(Fields())
+
+    def say(line):  # one write per line: records logged by other threads may come between lines
+        sys.stdout.write(line + "\\n")
 
     def attempt(what, dsn, *args, **kwargs):
         try:
             with mysqlq.Producer(dsn=dsn) as producer:
                 producer.enqueue(*args, **kwargs)
-            print(what, "enqueued")
+            say(f"{what} enqueued")
         except mysqlq.MysqlqError as exc:
-            print(what, type(exc).__name__)
+            say(f"{what} {type(exc).__name__}")
 
     attempt("missing-database", missing, "test.record")
     attempt("no-schema", empty, "test.record")

@@ -7,12 +7,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from mysqlq.core.errors import ConfigError, HandlerLoadError, HandlerNotFound
-
-if TYPE_CHECKING:
-    from mysqlq.worker.context import JobContext
 
 GROUP = "mysqlq.handlers"
 MAX_CONCURRENCY_LIMIT = 10_000  # the schema keeps a waiting job's limit in a SMALLINT UNSIGNED
@@ -22,7 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Handler(Protocol):
     """What a handler is: called with the decoded payload and the job's context."""
 
-    def __call__(self, payload: Any, ctx: JobContext, /) -> Any: ...
+    def __call__(self, payload: Any, ctx: Any, /) -> Any: ...  # ctx: a mysqlq.JobContext
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,14 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from mysqlq import hint
+from mysqlq.core.config import Settings
 from mysqlq.producer.offload import Offload, Steps
+from mysqlq.producer.outbox import Transaction
+from mysqlq.producer.pool import Pool
 from mysqlq.store.db import Connection, Cursor, transaction
-
-if TYPE_CHECKING:
-    from mysqlq.producer.enqueue import Producer, Transaction
 
 T = TypeVar("T")
 
@@ -46,14 +47,14 @@ class AsyncTransaction:
 
 
 @asynccontextmanager
-async def atransaction(producer: Producer, transaction_class: type[Transaction]) -> AsyncIterator[AsyncTransaction]:
-    offload = producer.offload
+async def atransaction(pool: Pool, settings: Settings, offload: Offload,
+                       hints: hint.Sender) -> AsyncIterator[AsyncTransaction]:
     async with offload.place():
         steps = Steps()
 
         def begin() -> Connection:
             try:
-                conn = steps.stack.enter_context(producer.pool.database()).conn
+                conn = steps.stack.enter_context(pool.database()).conn
                 steps.stack.enter_context(transaction(conn))
                 return conn
             except BaseException:
@@ -61,7 +62,7 @@ async def atransaction(producer: Producer, transaction_class: type[Transaction])
                 raise
 
         conn = await offload.on_thread(steps.run, begin)
-        tx = AsyncTransaction(transaction_class(conn, producer.settings), steps, offload)
+        tx = AsyncTransaction(Transaction(conn, settings), steps, offload)
         try:
             yield tx
         except BaseException as exc:
@@ -70,4 +71,4 @@ async def atransaction(producer: Producer, transaction_class: type[Transaction])
             raise
         await asyncio.shield(offload.on_thread(steps.close, None))
     if tx.queues:
-        producer.hints.notify(tx.queues)
+        hints.notify(tx.queues)

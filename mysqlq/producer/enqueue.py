@@ -14,6 +14,7 @@ from mysqlq.core.errors import InvalidJob
 from mysqlq.core.jobs import Job
 from mysqlq.producer.aio import AsyncTransaction, atransaction
 from mysqlq.producer.offload import Offload
+from mysqlq.producer.outbox import Transaction
 from mysqlq.producer.pool import Pool
 from mysqlq.store import jobs as store
 from mysqlq.store.db import CLI_RETRY, Connection, Cursor, Database, transaction
@@ -157,7 +158,7 @@ class Producer:
     def atransaction(self) -> AbstractAsyncContextManager[AsyncTransaction]:
         """``async with producer.atransaction() as tx``: ``await tx.aenqueue(…)`` and ``await tx.run(fn)``
         (your statements, ``fn(cursor)``) commit together when the block ends, or roll back."""
-        return atransaction(self, Transaction)
+        return atransaction(self.pool, self.settings, self.offload, self.hints)
 
     def close(self) -> None:
         self.pool.close()
@@ -169,35 +170,3 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class Transaction:
-    """Enqueue inside a transaction the caller controls (the outbox pattern)."""
-
-    def __init__(self, conn: Connection, settings: Settings) -> None:
-        self.conn = conn
-        self.settings = settings
-        self.queues: set[str] = set()
-
-    def cursor(self) -> Cursor:
-        """A cursor for the caller's own statements in the same transaction."""
-        cursor: Cursor = self.conn.cursor()
-        return cursor
-
-    def enqueue(self, handler: str, payload: Any = None, **options: Any) -> int:
-        """Like Producer.enqueue, but the job exists only if the transaction commits."""
-        job = Job(handler, payload, **options)
-        job_id = enqueue_on(self.conn, job, self.settings)
-        self.queues.add(job.queue)
-        return job_id
-
-
-def enqueue_on(conn: Connection, job: Job, settings: Settings | None = None) -> int:
-    """Enqueue on a connection the caller holds, in its current transaction; nothing is committed.
-
-    Call :func:`mysqlq.hint.notify` after your commit to wake idle workers at once;
-    without it the job starts at the workers' next poll.
-    """
-    row = job.row(settings or Settings(dsn=Dsn()))
-    with conn.cursor() as cur:
-        return store.insert_job(cur, row)

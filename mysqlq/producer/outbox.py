@@ -1,0 +1,43 @@
+"""Enqueueing inside a transaction the caller holds (the outbox pattern): the job exists only if that
+transaction commits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mysqlq.core.config import Dsn, Settings
+from mysqlq.core.jobs import Job
+from mysqlq.store import jobs as store
+from mysqlq.store.db import Connection, Cursor
+
+
+class Transaction:
+    """Enqueue inside a transaction the caller controls (the outbox pattern)."""
+
+    def __init__(self, conn: Connection, settings: Settings) -> None:
+        self.conn = conn
+        self.settings = settings
+        self.queues: set[str] = set()
+
+    def cursor(self) -> Cursor:
+        """A cursor for the caller's own statements in the same transaction."""
+        cursor: Cursor = self.conn.cursor()
+        return cursor
+
+    def enqueue(self, handler: str, payload: Any = None, **options: Any) -> int:
+        """Like Producer.enqueue, but the job exists only if the transaction commits."""
+        job = Job(handler, payload, **options)
+        job_id = enqueue_on(self.conn, job, self.settings)
+        self.queues.add(job.queue)
+        return job_id
+
+
+def enqueue_on(conn: Connection, job: Job, settings: Settings | None = None) -> int:
+    """Enqueue on a connection the caller holds, in its current transaction; nothing is committed.
+
+    Call :func:`mysqlq.hint.notify` after your commit to wake idle workers at once;
+    without it the job starts at the workers' next poll.
+    """
+    row = job.row(settings or Settings(dsn=Dsn()))
+    with conn.cursor() as cur:
+        return store.insert_job(cur, row)
