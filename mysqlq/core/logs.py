@@ -68,8 +68,13 @@ class Logger:
             self._generation = _generation
         return self._logger
 
-    def bind(self, **fields: Any) -> Logger:
-        return Logger(self._name, {**self._context, **fields})
+    def bind(self, **fields: Any) -> Any:
+        """A logger with these fields too: once the CLI has configured logging, structlog's own (the
+        worker binds one per batch and logs every job through it, so no proxy stands in the way)."""
+        context = {**self._context, **fields}
+        if _configured:
+            return structlog.get_logger(self._name).bind(**context)
+        return Logger(self._name, context)
 
     def debug(self, event: str, **fields: Any) -> Any:
         return self._resolve().debug(event, **fields)

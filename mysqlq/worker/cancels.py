@@ -11,13 +11,17 @@ worker holds jobs: one statement of primary-key lookups, none while it is idle.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from mysqlq.store import claims
 from mysqlq.store.db import Cursor, Database
 
 WATCH_EVERY = 1.0  # seconds between looks while jobs are in hand
+
+
+class Stoppable(Protocol):
+    def cancel(self) -> None: ...
 
 
 class Cancels:
@@ -27,7 +31,7 @@ class Cancels:
 
     def __init__(self) -> None:
         self._in_hand: set[int] = set()
-        self._stops: dict[int, Callable[[], None]] = {}
+        self._stops: dict[int, Stoppable] = {}
         self.requested: set[int] = set()  # jobs in hand that were cancelled
 
     def hold(self, ids: Iterable[int]) -> None:
@@ -40,11 +44,11 @@ class Cancels:
         for job_id in ids:
             self._stops.pop(job_id, None)
 
-    def started(self, job_id: int, stop: Callable[[], None]) -> None:
-        """A job began: ``stop()`` asks it to stop (called from another thread)."""
+    def started(self, job_id: int, stop: Stoppable) -> None:
+        """A job began: ``stop.cancel()`` asks it to stop (called from another thread)."""
         self._stops[job_id] = stop
         if job_id in self.requested:
-            stop()
+            stop.cancel()
 
     def in_hand(self) -> list[int]:
         return sorted(self._in_hand - self.requested)
@@ -55,7 +59,7 @@ class Cancels:
         for job_id in fresh:
             stop = self._stops.get(job_id)
             if stop is not None:
-                stop()
+                stop.cancel()
 
 
 class CancelWatch:

@@ -197,7 +197,7 @@ class Keeper:
                                                              and quick(job.handler, 1.0) < INLINE_BELOW)):
                     if not self._run_inline(batch, prepared):
                         break
-                    if jobs and (buffer.due() or time.monotonic() >= until):
+                    if jobs and (time.monotonic() >= until or buffer.due()):
                         self._yielded = True  # the loop's turn: watchdog, polls, outcomes due
                         return
                     continue
@@ -243,7 +243,8 @@ class Keeper:
             self.notifier.in_job = True  # the keep-alive thread feeds the watchdog meanwhile
             outcome = self.runner.call(prepared, batch.batch_id, conn, alarm=True)
             self.notifier.in_job = False
-        self._observe(job, outcome)
+        if not self.inline_all:  # durations size claims and pick the main thread only with several slots
+            self._observe(job, outcome)
         if job.id in self.cancels.requested:
             outcome = cancelled(outcome)
         elif outcome.kind == "release":

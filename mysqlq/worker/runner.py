@@ -114,7 +114,7 @@ class Runner:
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
         """Call a plain handler; with ``alarm``, SIGALRM ends it at its limit (main thread only)."""
         ctx = self.context(prepared, conn)
-        self.cancels.started(prepared.job.id, ctx.cancel)
+        self.cancels.started(prepared.job.id, ctx)
         try:
             if alarm:
                 self.alarm.arm(prepared.limit)
@@ -142,11 +142,7 @@ class Runner:
         ctx = self.context(prepared, conn)
         task, loop = asyncio.current_task(), asyncio.get_running_loop()
         if task is not None:
-            def stop() -> None:
-                ctx.cancel()
-                loop.call_soon_threadsafe(task.cancel)
-
-            self.cancels.started(prepared.job.id, stop)
+            self.cancels.started(prepared.job.id, AsyncStop(ctx, task, loop))
         try:
             if prepared.transactional:
                 assert conn is not None
@@ -169,6 +165,19 @@ class Runner:
             # The database, not the job, failed: give the job back without spending an attempt.
             return Outcome("release", duration, describe(exc))
         return Outcome("failed", duration, describe(exc))
+
+
+@dataclass(slots=True)
+class AsyncStop:
+    """How a running coroutine is asked to stop: its context says so, and its task is cancelled."""
+
+    ctx: JobContext
+    task: asyncio.Task[Any]
+    loop: asyncio.AbstractEventLoop
+
+    def cancel(self) -> None:
+        self.ctx.cancel()
+        self.loop.call_soon_threadsafe(self.task.cancel)
 
 
 class ClaimLost(Exception):
