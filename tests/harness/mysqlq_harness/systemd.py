@@ -15,6 +15,7 @@ its cgroups to empty, removes them, and :meth:`PrivateSystemd.leftovers` names a
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -165,7 +166,10 @@ class PrivateSystemd(StartStop):
     @staticmethod
     def _kept_paths() -> list[str]:
         """The checkout and the running venv, when they live where the namespace mounts a tmpfs."""
-        checkout = Path(__file__).resolve().parent.parent
+        # Where mysqlq's code is (a checkout, for an editable install), found without importing it.
+        spec = importlib.util.find_spec("mysqlq")
+        code = Path(spec.origin).resolve().parent if spec and spec.origin else Path(__file__).resolve()
+        checkout = code.parent
         kept: list[str] = []
         for path in (checkout, Path(sys.prefix).resolve()):
             inside = any(path.is_relative_to(tmp) for tmp in (Path("/tmp"), Path("/var/tmp")))
