@@ -19,7 +19,7 @@ from .test_ops_hot_path import HISTORY_DOUBLINGS, READY, RECENT, big, handler_re
 from .test_ops_hot_path import reads_of as reads_of_cursor
 from .web_fixtures import TOKEN, get, scrape, stats_json, web_server
 
-LIVE = ("ready", "scheduled", "running", "dead")
+LIVE = ("ready", "scheduled", "blocked", "running", "dead")
 
 
 def labels(**values: str) -> tuple[tuple[str, str], ...]:
@@ -68,6 +68,19 @@ def test_metrics_count_what_stats_counts(qdb: QueueDB) -> None:
     assert 0 < age <= stats["reports"]["oldest_ready_age"]
     assert metrics["mysqlq_oldest_ready_job_age_seconds"][labels(queue="mail")] == 0
     assert metrics["mysqlq_workers_registered"] == {(): 0.0}  # the burst worker left the registry
+
+
+def test_blocked_jobs_are_counted_on_the_dashboard_and_in_metrics(qdb: QueueDB) -> None:
+    plant(qdb, "blocked", 2, queue="keyed")
+    plant(qdb, "ready", 1, queue="keyed")
+    with web_server(qdb) as base:
+        metrics = scrape(base + "/metrics")
+        status, page = get(base + "/")
+    assert metrics["mysqlq_jobs"][labels(queue="keyed", status="blocked")] == 2
+    assert metrics["mysqlq_jobs"][labels(queue="keyed", status="ready")] == 1
+    assert status == 200 and ">blocked</th>" in page
+    assert '/jobs?queue=keyed&amp;status=blocked">2</a>' in page
+    assert stats_json(qdb)["keyed"]["counts"]["blocked"] == 2
 
 
 def test_workers_alive_and_the_jobs_they_hold(qdb: QueueDB) -> None:

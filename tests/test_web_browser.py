@@ -78,7 +78,7 @@ def test_find_a_dead_job_open_it_and_retry_it(qdb: QueueDB, browser: Any) -> Non
     with web_server(qdb) as base:
         page.goto(base + "/")
         row = page.locator("tr[data-queue=emails]")
-        assert row.locator("td").nth(5).inner_text() == "4"  # dead
+        assert row.locator("td").nth(6).inner_text() == "4"  # dead (after ready, scheduled, blocked, running)
         assert page.locator("svg.chart rect").count() > 0
         assert "images-1" in page.locator("main").inner_text()
         shots = os.environ.get("MYSQLQ_SCREENSHOT_DIR")
