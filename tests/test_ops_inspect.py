@@ -72,6 +72,19 @@ def test_jobs_show_json_has_every_field_and_the_payload_as_json(qdb: QueueDB) ->
         assert key in shown
     assert shown["dedupe_scope"] == "forever"
     assert "dedupe key  k1 (held until purged)" in qdb.cli("jobs", "show", str(job_id), check=True).stdout
+    assert shown["concurrency_key"] is None and "  concurrency -\n" in qdb.cli("jobs", "show", str(job_id)).stdout
+
+
+def test_jobs_show_names_the_concurrency_key(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        job_id = producer.enqueue("test.limited", concurrency_key="account-7")
+    assert "  concurrency key account-7\n" in qdb.cli("jobs", "show", str(job_id), check=True).stdout
+    shown = json.loads(qdb.cli("jobs", "show", str(job_id), "--json", check=True).stdout)
+    assert shown["concurrency_key"] == "account-7"
+    from .test_web_pages import client
+
+    page = client(qdb).get(f"/jobs/{job_id}").get_data(as_text=True)
+    assert "<th>concurrency key</th><td>account-7</td>" in page
 
 
 def test_jobs_show_prints_a_payload_that_is_not_json_as_it_is(qdb: QueueDB) -> None:

@@ -184,6 +184,7 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
         ("priority", str(row["priority"])),
         ("time limit", time_limit),
         ("dedupe key", _dedupe(row)),
+        ("concurrency", "-" if row["concurrency_key"] is None else f"key {row['concurrency_key']}"),
         ("enqueued", _time(row["enqueued_at"]) + " UTC"),
         ("run at", _time(row["run_at"]) + " UTC"),
         ("started", _time(row["started_at"])),
