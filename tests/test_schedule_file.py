@@ -101,6 +101,10 @@ BAD = [
     ('[a]\ncron = "0 3 * * *"\nhandler = "h"\npayload = 2026-01-01T00:00:00',
      "entry 'a', field 'payload': payload cannot be stored as JSON"),
     ('[a]\ncron = "0 3 * * *"\nhandler = "h"\nqueu = "x"', "entry 'a', field 'queu': unknown field (known: cron, "),
+    ('[a]\ncron = "0 3 * * *"\nhandler = "h"\nconcurrency_key = 7', "entry 'a', field 'concurrency_key': must be a "
+     "string"),
+    ('[a]\ncron = "0 3 * * *"\nhandler = "h"\nconcurrency_key = ""', "entry 'a', field 'concurrency_key': "
+     "concurrency key must be"),
     ('a = 1', "entry 'a': must be a table"),
     ('["a b "]\ncron = "0 3 * * *"\nhandler = "h"', "entry 'a b ': entry name 'a b ' has whitespace at its ends"),
     ('[a\ncron = "0 3 * * *"', "not valid TOML: "),

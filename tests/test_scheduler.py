@@ -55,15 +55,16 @@ def test_a_first_start_runs_nothing_from_before_and_waits_for_the_next_tick(qdb:
 
 def test_a_due_tick_is_enqueued_once_with_the_entry_fields(qdb: QueueDB) -> None:
     entry = Entry("report", "test.record", every=60, payload={"kind": "daily"}, queue="reports", priority=3,
-                  max_attempts=2, time_limit=30)
+                  max_attempts=2, time_limit=30, concurrency_key="reports")
     first = scheduler(qdb, entry)
     first.turn(utc(2026, 11, 23, 10, 0, 30))
     first.turn(utc(2026, 11, 23, 10, 1, 0, 5000))
     first.turn(utc(2026, 11, 23, 10, 1, 20))
     scheduler(qdb, entry).turn(utc(2026, 11, 23, 10, 1, 30))  # another worker, leading meanwhile
     assert ticks(qdb, "report") == [utc(2026, 11, 23, 10, 1)]
-    assert qdb.query("SELECT handler, payload, queue, priority, max_attempts, time_limit, status FROM mysqlq_jobs") == [
-        ("test.record", b'{"kind":"daily"}', "reports", 3, 2, 30, "ready")]
+    assert qdb.query("SELECT handler, payload, queue, priority, max_attempts, time_limit, concurrency_key, status "
+                     "FROM mysqlq_jobs") == [
+        ("test.record", b'{"kind":"daily"}', "reports", 3, 2, 30, "reports", "ready")]
     job_id = qdb.scalar("SELECT id FROM mysqlq_jobs")
     assert qdb.query("SELECT last_tick, next_tick, last_job_id FROM mysqlq_schedules") == [
         (datetime(2026, 11, 23, 10, 1), datetime(2026, 11, 23, 10, 2), job_id)]

@@ -74,7 +74,7 @@ EXAMPLE_SCHEDULE = """\
 # timezone = "Europe/Berlin"    # an IANA name; default UTC
 # handler = "report.build"      # an installed handler (`mysqlq handlers`)
 # payload = {{kind = "daily"}}
-# queue = "reports"             # and priority, max_attempts, time_limit as for `mysqlq enqueue`
+# queue = "reports"             # and priority, max_attempts, time_limit, concurrency_key as for `mysqlq enqueue`
 
 # [refresh-cache]
 # every = "30s"                 # an interval instead of cron
