@@ -25,7 +25,9 @@ def test_migrate_reports_up_to_date(qdb: QueueDB) -> None:
 
 
 def test_migrate_creates_the_schema_in_an_empty_database(qdb: QueueDB) -> None:
-    qdb.query("DROP TABLE mysqlq_jobs, mysqlq_workers, mysqlq_queues, mysqlq_maintenance, mysqlq_schema_version")
+    tables = [row[0] for row in qdb.query("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                                          "DATABASE()")]
+    qdb.query("DROP TABLE " + ", ".join(f"`{table}`" for table in tables))
     assert "schema migrated to version" in qdb.cli("migrate", check=True).stdout
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 0
 

@@ -1,4 +1,4 @@
-"""Commands for recurring jobs: ``mysqlq schedule list``."""
+"""Commands for recurring jobs: ``mysqlq schedule list``, ``pause`` and ``resume``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 import click
 
 from mysqlq.cli import main, settings
+from mysqlq.core.config import check_name
+from mysqlq.core.errors import NotFound
 from mysqlq.leader.schedule_file import Entry, load
 from mysqlq.store import schedules as store
 from mysqlq.store.db import CLI_RETRY, Database
@@ -45,9 +47,38 @@ def list_command(ctx: click.Context, path: str, as_json: bool) -> None:
     for entry, row in zip(entries, rows, strict=True):
         last = "never" if row["last_tick"] is None else f"{_local(row['last_tick'], entry)} (job {row['last_job_id']})"
         note = {"new": "  (not started: no worker has led with this entry yet)",
-                "changed": "  (timing changed: takes effect when the workers restart)"}.get(row["state"], "")
+                "changed": "  (timing changed: takes effect when the workers restart)",
+                "paused": "  (paused: `mysqlq schedule resume` to go on)"}.get(row["state"], "")
         click.echo(f"{entry.name}  {entry.timing}  handler={entry.handler} queue={entry.queue}  "
                    f"last={last}  next={_local(row['next_tick'], entry)}{note}")
+
+
+@schedule.command()
+@click.argument("name")
+@click.pass_context
+def pause(ctx: click.Context, name: str) -> None:
+    """Pause one entry: its ticks pass without a job until it is resumed (the file is not changed)."""
+    _set_paused(ctx, name, True)
+
+
+@schedule.command()
+@click.argument("name")
+@click.pass_context
+def resume(ctx: click.Context, name: str) -> None:
+    """Resume a paused entry: it goes on from its next tick (the ticks it missed are not made up)."""
+    _set_paused(ctx, name, False)
+
+
+def _set_paused(ctx: click.Context, name: str, paused: bool) -> None:
+    entry = check_name("schedule entry", name)
+    db = Database(settings(ctx).dsn, retry=CLI_RETRY)
+    db.run(check_schema)
+    was = db.run(lambda cur: store.set_paused(cur, entry, paused))
+    if was is None:
+        raise NotFound(f"no schedule entry named {entry!r} has started: a worker started with the schedule "
+                       "file starts its entries when it leads")
+    verb = "paused" if paused else "resumed"
+    click.echo(f"schedule entry {entry} was {verb} already" if was == paused else f"{verb} schedule entry {entry}")
 
 
 def describe(entry: Entry, state: store.State | None, now: datetime) -> dict[str, Any]:
@@ -60,7 +91,8 @@ def describe(entry: Entry, state: store.State | None, now: datetime) -> dict[str
     if state is None:
         status, next_tick = "new", entry.next_after(now)
     else:
-        status, next_tick = ("active" if state.timing == entry.timing else "changed"), state.next_tick
+        status = "paused" if state.paused else "active" if state.timing == entry.timing else "changed"
+        next_tick = state.next_tick
     return {
         "name": entry.name, "timing": entry.timing, "cron": entry.cron, "every": entry.every,
         "timezone": entry.timezone, "handler": entry.handler, "payload": entry.payload, "queue": entry.queue,

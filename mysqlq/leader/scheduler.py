@@ -88,6 +88,10 @@ class Scheduler:
             return state.next_tick
         tick = max(entry.latest_at(now), state.next_tick)
         next_tick = entry.next_after(now)
+        if state.paused:  # its ticks pass without a job: resumed, it goes on from its next tick
+            if self.db.run(lambda cur: store.skip(cur, name, state.next_tick, next_tick)):
+                self.log.info("schedule.skipped", schedule=name, tick=tick.isoformat(), note="paused")
+            return next_tick
         row = entry.job(tick).row(self.settings)
         job_id, advanced = self.db.run(lambda cur: store.enqueue_tick(cur, name, row, state.next_tick, tick,
                                                                       next_tick))

@@ -21,6 +21,7 @@ class State:
     next_tick: datetime
     enqueued_at: datetime | None
     last_job_id: int | None
+    paused: bool = False
 
 
 def _aware(moment: datetime | None) -> datetime | None:
@@ -39,13 +40,38 @@ def now(cur: Cursor) -> datetime:
     return row[0].replace(tzinfo=UTC)
 
 
+def _states(cur: Cursor) -> dict[str, State]:
+    found = {}
+    for name, timing, last_tick, next_tick, enqueued_at, last_job_id, paused in cur.fetchall():
+        found[str(name)] = State(str(name), str(timing), _aware(last_tick), next_tick.replace(tzinfo=UTC),
+                                 _aware(enqueued_at), None if last_job_id is None else int(last_job_id), bool(paused))
+    return found
+
+
 def states(cur: Cursor) -> dict[str, State]:
     execute(cur, "schedule_states")
-    found = {}
-    for name, timing, last_tick, next_tick, enqueued_at, last_job_id in cur.fetchall():
-        found[str(name)] = State(str(name), str(timing), _aware(last_tick), next_tick.replace(tzinfo=UTC),
-                                 _aware(enqueued_at), None if last_job_id is None else int(last_job_id))
-    return found
+    return _states(cur)
+
+
+def states_page(cur: Cursor, limit: int) -> list[State]:
+    """The first ``limit`` entries by name (the dashboard's page)."""
+    execute(cur, "schedule_states_page", {"limit": limit})
+    return list(_states(cur).values())
+
+
+def set_paused(cur: Cursor, name: str, paused: bool) -> bool | None:
+    """Pause or resume an entry; None when it has no state yet, else whether it was paused before."""
+    execute(cur, "schedule_known", {"name": name})
+    row = cur.fetchone()
+    if row is None:
+        return None
+    execute(cur, "schedule_set_paused", {"name": name, "paused": int(paused)})
+    return bool(row[0])
+
+
+def skip(cur: Cursor, name: str, due: datetime, next_tick: datetime) -> bool:
+    """A paused entry's tick passes unenqueued; False when another worker moved it first."""
+    return execute(cur, "schedule_skip", {"name": name, "due": _naive(due), "next_tick": _naive(next_tick)}) == 1
 
 
 def add(cur: Cursor, name: str, timing: str, next_tick: datetime) -> bool:

@@ -9,6 +9,7 @@ from mysqlq import hint
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import MysqlqError, NotFound
 from mysqlq.store import ops as ops_store
+from mysqlq.store import schedules as schedules_store
 from mysqlq.store.db import Cursor
 from mysqlq.store.revive import retry_every_dead
 
@@ -52,6 +53,15 @@ def retry_dead(run: Run, settings: Settings, queue: str | None) -> str:
         hint.notify(settings, queues)
     where = f" of queue {queue}" if queue else ""
     return f"retried {retried} dead job{'s' if retried != 1 else ''}{where}"
+
+
+def set_entry_paused(run: Run, name: str, paused: bool) -> str:
+    """Pause or resume one schedule entry (its state must exist: a leading worker started it)."""
+    was = run(lambda cur: schedules_store.set_paused(cur, name, paused))
+    if was is None:
+        raise NotFound(f"no schedule entry named {name!r} has started (a leading worker with its file starts it)")
+    verb = "paused" if paused else "resumed"
+    return f"schedule entry {name} was {verb} already" if was == paused else f"schedule entry {name} is {verb}"
 
 
 def set_paused(run: Run, settings: Settings, queue: str, paused: bool) -> str:

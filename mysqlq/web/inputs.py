@@ -39,3 +39,10 @@ def job_id_or_none(value: str | None) -> int | None:
     if not value.isdigit() or not 0 < int(value) < 2**64:
         raise NotFound(f"not a job id: {value!r}")
     return int(value)
+
+
+def schedule_name(name: str) -> str:
+    """A schedule entry's name from a URL path."""
+    entry = name_filter(name, "schedule entry")
+    assert entry is not None
+    return entry

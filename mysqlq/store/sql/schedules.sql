@@ -7,7 +7,24 @@ SELECT NOW(6);
 
 -- name: schedule_states
 -- The state of every known entry.
-SELECT name, timing, last_tick, next_tick, enqueued_at, last_job_id FROM mysqlq_schedules ORDER BY name;
+SELECT name, timing, last_tick, next_tick, enqueued_at, last_job_id, paused FROM mysqlq_schedules ORDER BY name;
+
+-- name: schedule_states_page
+-- The state of the first entries by name, for the dashboard (a bounded read).
+SELECT name, timing, last_tick, next_tick, enqueued_at, last_job_id, paused
+  FROM mysqlq_schedules ORDER BY name LIMIT %(limit)s;
+
+-- name: schedule_set_paused
+-- Pause or resume one entry (0 rows: no worker has started it yet, or it already was).
+UPDATE mysqlq_schedules SET paused = %(paused)s WHERE name = %(name)s;
+
+-- name: schedule_known
+-- Whether an entry has state (a leading worker has started it).
+SELECT paused FROM mysqlq_schedules WHERE name = %(name)s;
+
+-- name: schedule_skip
+-- A paused entry's due tick passes: move to the next one without enqueueing anything.
+UPDATE mysqlq_schedules SET next_tick = %(next_tick)s WHERE name = %(name)s AND next_tick = %(due)s AND paused;
 
 -- name: schedule_add
 -- An entry seen for the first time starts at its next tick (0 rows: another worker added it first).

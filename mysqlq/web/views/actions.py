@@ -11,7 +11,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from mysqlq.core.errors import NotFound as JobNotFound
 from mysqlq.web import actions as do
-from mysqlq.web.inputs import local_path, name_filter, queue_name
+from mysqlq.web.inputs import local_path, name_filter, queue_name, schedule_name
 from mysqlq.web.routing import Routes
 from mysqlq.web.state import current
 
@@ -54,6 +54,22 @@ def pause(name: str) -> BaseResponse:
 @routes.post("/queues/<name>/resume")
 def resume(name: str) -> BaseResponse:
     return _set_paused(queue_name(name), False)
+
+
+@routes.post("/schedules/<name>/pause")
+def pause_schedule(name: str) -> BaseResponse:
+    return _set_entry_paused(name, True)
+
+
+@routes.post("/schedules/<name>/resume")
+def resume_schedule(name: str) -> BaseResponse:
+    return _set_entry_paused(name, False)
+
+
+def _set_entry_paused(name: str, paused: bool) -> BaseResponse:
+    entry = schedule_name(name)
+    run = current().run
+    return act(lambda: do.set_entry_paused(run, entry, paused), url_for("schedules_page"))
 
 
 def _set_paused(queue: str, paused: bool) -> BaseResponse:

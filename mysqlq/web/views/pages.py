@@ -1,4 +1,4 @@
-"""The pages: the queues overview, the jobs list, one job, and the workers."""
+"""The pages: the queues overview, the jobs list, one job, the workers, and the schedule's entries."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from werkzeug.exceptions import NotFound
 
 from mysqlq.core.jobs import STATUSES
 from mysqlq.store import ops as ops_store
+from mysqlq.store import schedules as schedules_store
 from mysqlq.store import web as web_store
 from mysqlq.web import chart, snapshot
 from mysqlq.web.inputs import job_id_or_none, name_filter
@@ -19,6 +20,7 @@ from mysqlq.web.state import current
 
 CHART_MINUTES = 60
 HELD_LIMIT = 1000  # running jobs listed on the workers page
+SCHEDULES_LIMIT = 1000  # schedule entries listed (a schedule file holds far fewer)
 
 routes = Routes()
 
@@ -33,6 +35,12 @@ def dashboard() -> str:
     return render_template("dashboard.html", queues=queues, hour=_hour_by_queue(rows), workers=workers,
                            chart=chart.throughput_svg(series, CHART_MINUTES),
                            total_hour={s: sum(v) for s, v in series.items()})
+
+
+@routes.get("/schedules")
+def schedules_page() -> str:
+    entries = current().run(lambda cur: schedules_store.states_page(cur, SCHEDULES_LIMIT))
+    return render_template("schedules.html", entries=entries, limit=SCHEDULES_LIMIT)
 
 
 def _hour_by_queue(rows: Sequence[tuple[str, str, int, int]]) -> dict[str, dict[str, int]]:
