@@ -238,10 +238,14 @@ def test_jobs_list_reads_about_as_many_rows_as_it_shows(big: Connection) -> None
     for filters in [{"queue": None, "status": None}, {"queue": "hot", "status": "done"},
                     {"queue": "hot", "status": "ready"}, {"queue": None, "status": "ready"},
                     {"queue": None, "status": "dead"}, {"queue": None, "status": "done"},
-                    {"queue": None, "status": "running"}, {"queue": "other", "status": "scheduled"}]:
+                    {"queue": None, "status": "running"}, {"queue": "other", "status": "scheduled"},
+                    {"queue": "other", "status": None}, {"queue": "nosuch", "status": None},
+                    {"queue": "hot", "status": None}]:
         def listing(cur: Cursor, filters: dict[str, Any] = filters) -> None:
             ops.list_jobs(cur, **filters, handler=None, limit=LIMIT)
-        assert reads_of(big, listing) <= 2 * 2 * LIMIT + 20, filters
+        # One queue without a status merges a page of each status's range: up to 7 pages.
+        pages = 7 if filters["status"] is None and filters["queue"] is not None else 2
+        assert reads_of(big, listing) <= pages * 2 * LIMIT + 20, filters
 
 
 OPERATIONS: dict[str, Callable[[Cursor], Any]] = {
@@ -249,6 +253,7 @@ OPERATIONS: dict[str, Callable[[Cursor], Any]] = {
     "jobs list": lambda cur: ops.list_jobs(cur, queue=None, status=None, handler=None, limit=LIMIT),
     "jobs list --status done": lambda cur: ops.list_jobs(cur, queue=None, status="done", handler=None, limit=LIMIT),
     "jobs list --status dead": lambda cur: ops.list_jobs(cur, queue=None, status="dead", handler=None, limit=LIMIT),
+    "jobs list --queue nosuch": lambda cur: ops.list_jobs(cur, queue="nosuch", status=None, handler=None, limit=LIMIT),
     "dashboard queues": lambda cur: web.live_counts(cur, web.queue_names(cur)),
     "dashboard chart": lambda cur: web.finished_per_minute(cur, 60),
     "finished counter": lambda cur: web.finished_between(cur, ops.cutoff(cur, 60), ops.cutoff(cur, -1)),

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mysqlq.core.jobs import STATUSES
 from mysqlq.store import execute, execute_in
 from mysqlq.store import limits as limits_store
 from mysqlq.store.db import Cursor, transaction
@@ -26,8 +27,15 @@ def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: st
               limit: int) -> list[dict[str, Any]]:
     """Jobs newest first. Of one status, on mysqlq_jobs_state: running jobs from their own range, the
     others queue by queue (each queue's newest, merged), so a status reads no more than
-    ``limit`` rows per queue however long the history is."""
+    ``limit`` rows per queue however long the history is; of one queue, every status so, merged."""
     params = {"queue": queue, "handler": handler, "limit": limit}
+    if status is None and queue is not None:
+        # One queue, every status: each status's own range of the index, merged (a walk of the
+        # primary key would read on through the whole history of other queues to fill a page).
+        rows = [row for each in STATUSES
+                for row in list_jobs(cur, queue=queue, status=each, handler=handler, limit=limit)]
+        rows.sort(key=lambda row: row["id"], reverse=True)
+        return rows[:limit]
     if status is None:
         execute(cur, "list_jobs", params)
         return _rows(cur)
