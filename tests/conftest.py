@@ -14,14 +14,17 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import subprocess
 import sys
 import urllib.parse
 from collections.abc import Iterator
-from typing import NoReturn
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import pytest
+from mysqlq_harness.lifecycle import child_env
 from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB, server_greets
-from mysqlq_harness.waiting import stop_processes, wait_for
+from mysqlq_harness.systemd import PrivateSystemd, missing_prerequisites
+from mysqlq_harness.waiting import stop_processes, wait_done, wait_for
 
 
 def unavailable(reason: str) -> NoReturn:
@@ -83,14 +86,23 @@ def _dsn_address(dsn: str) -> str | tuple[str, int]:
     return (url.hostname or "localhost", url.port or 3306)
 
 
+class Server(Protocol):
+    """A private server of the harness (PrivateMariaDB, PrivateGalera)."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def kill(self) -> None: ...
+
+
+S = TypeVar("S", bound=Server)
+
+
 @contextlib.contextmanager
-def throwaway_mariadb(directory: pathlib.Path, what: str = "a private mariadbd") -> Iterator[PrivateMariaDB]:
-    """A throwaway mariadbd in ``directory``, stopped (or killed) afterwards; unavailable() if it
-    cannot start."""
-    server = PrivateMariaDB(directory, die_with_parent=True)
+def throwaway(server: S, what: str) -> Iterator[S]:
+    """``server`` started, then stopped (or killed) afterwards; unavailable() if it cannot start."""
     try:
         server.start()
-    except (MariaDBError, OSError) as e:
+    except (MariaDBError, OSError, subprocess.SubprocessError) as e:
         server.kill()
         unavailable(f"cannot start {what}: {e}")
     try:
@@ -100,6 +112,12 @@ def throwaway_mariadb(directory: pathlib.Path, what: str = "a private mariadbd")
             server.stop()
         except MariaDBError:
             server.kill()
+
+
+def throwaway_mariadb(directory: pathlib.Path, what: str = "a private mariadbd",
+                      **options: Any) -> contextlib.AbstractContextManager[PrivateMariaDB]:
+    """A throwaway mariadbd in ``directory`` (PrivateMariaDB ``options``), as :func:`throwaway`."""
+    return throwaway(PrivateMariaDB(directory, die_with_parent=True, **options), what)
 
 
 @pytest.fixture(scope="session")
@@ -130,10 +148,8 @@ def restartable_mariadb(mariadb: MariaDBServer) -> Iterator[MariaDBServer]:
 # --- package fixtures ---
 
 import secrets  # noqa: E402
-import subprocess  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
-from typing import Any  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 MYSQLQ = str(pathlib.Path(sys.executable).parent / "mysqlq")
@@ -195,13 +211,8 @@ class QueueDB:
         return Producer(self.settings(**changes), pool_size=pool_size)
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(MYSQLQ_DSN=self.dsn, MYSQLQ_HINT_DIR=str(self.tmp / "hints"),
-                   MYSQLQ_TEST_RECORD=str(self.record_path), MYSQLQ_LOG_FORMAT="console")
-        env.pop("NOTIFY_SOCKET", None)
-        env.pop("JOURNAL_STREAM", None)
-        env.update(extra)
-        return env
+        return child_env({"MYSQLQ_DSN": self.dsn, "MYSQLQ_HINT_DIR": str(self.tmp / "hints"),
+                          "MYSQLQ_TEST_RECORD": str(self.record_path), "MYSQLQ_LOG_FORMAT": "console", **extra})
 
     @property
     def record_path(self) -> pathlib.Path:
@@ -239,6 +250,15 @@ class QueueDB:
         """Poll until condition() is truthy; fail with ``what`` after ``timeout`` seconds."""
         return wait_for(condition, what, timeout)
 
+    def wait_done(self, count: int, timeout: float = 60) -> None:
+        """Until ``count`` jobs are done (mysqlq_harness.waiting.wait_done)."""
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                wait_done(cur, count, timeout=timeout)
+        finally:
+            conn.close()
+
     def logs(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.tmp.glob("worker-*.log")))
 
@@ -246,35 +266,52 @@ class QueueDB:
         stop_processes(self.procs)
 
 
-@pytest.fixture
-def qdb(mariadb: MariaDBServer, tmp_path: pathlib.Path) -> Iterator[QueueDB]:
-    """A fresh database on the test server, migrated to the current schema."""
+@contextlib.contextmanager
+def fresh_database(server_dsn: str, prefix: str = "mysqlq_t_", migrated: bool = True) -> Iterator[str]:
+    """A new database (``prefix`` and a random suffix) on the server of ``server_dsn``, migrated to the
+    current schema when ``migrated``; yields its name and drops it afterwards."""
     from mysqlq.core.config import Dsn
     from mysqlq.store.db import connect
     from mysqlq.store.schema import migrate
 
-    name = "mysqlq_t_" + secrets.token_hex(4)
-    admin = connect(Dsn.parse(mariadb.dsn))
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name}")
-    admin.close()
-    dsn = with_database(mariadb.dsn, name)
-    conn = connect(Dsn.parse(dsn))
-    with conn.cursor() as cur:
-        migrate(cur, name)
-    conn.close()
-    (tmp_path / "hints").mkdir()
-    db = QueueDB(dsn=dsn, name=name, server=mariadb, tmp=tmp_path)
+    name = prefix + secrets.token_hex(4)
+    query_once(connect(Dsn.parse(server_dsn)), f"CREATE DATABASE {name}")
     try:
-        yield db
+        if migrated:
+            conn = connect(Dsn.parse(with_database(server_dsn, name)))
+            try:
+                with conn.cursor() as cur:
+                    migrate(cur, name)
+            finally:
+                conn.close()
+        yield name
     finally:
-        db.stop_workers()
-        if not mariadb.running:
-            mariadb.start()
-        admin = connect(Dsn.parse(mariadb.dsn))
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.close()
+        query_once(connect(Dsn.parse(server_dsn)), f"DROP DATABASE IF EXISTS {name}")
+
+
+@pytest.fixture
+def qdb(mariadb: MariaDBServer, tmp_path: pathlib.Path) -> Iterator[QueueDB]:
+    """A fresh database on the test server, migrated to the current schema."""
+    with fresh_database(mariadb.dsn) as name:
+        (tmp_path / "hints").mkdir()
+        db = QueueDB(dsn=with_database(mariadb.dsn, name), name=name, server=mariadb, tmp=tmp_path)
+        try:
+            yield db
+        finally:
+            db.stop_workers()
+            if not mariadb.running:
+                mariadb.start()
+
+
+def private_systemd(mariadb: MariaDBServer, directory: pathlib.Path) -> PrivateSystemd:
+    """A private systemd (mysqlq_harness.systemd, not started yet) whose units reach the session's
+    server over TCP; unavailable() when it cannot run here."""
+    reason = missing_prerequisites()
+    if reason:
+        unavailable(f"private systemd: {reason}")
+    if mariadb.tcp_dsn is None:
+        unavailable("units under a private systemd need the private server's TCP DSN")
+    return PrivateSystemd(directory, traversable_root=True)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import mysqlq
 from mysqlq.core.jobs import decode_payload
 
 from .conftest import QueueDB
-from .test_cli import assert_one_line_error
+from .ops_fixtures import assert_one_line_error
 
 DEEP = 100_000
 

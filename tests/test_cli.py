@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
+from mysqlq_harness.net import free_port
 
 from .conftest import QueueDB, with_database
-
-
-def assert_one_line_error(result: object, fragment: str) -> None:
-    stderr = result.stderr  # type: ignore[attr-defined]
-    assert result.returncode != 0, result  # type: ignore[attr-defined]
-    assert "Traceback" not in stderr, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    assert fragment in lines[0], stderr
+from .ops_fixtures import assert_one_line_error
 
 
 def test_migrate_reports_up_to_date(qdb: QueueDB) -> None:
@@ -98,12 +90,6 @@ def test_payload_over_the_size_limit(qdb: QueueDB) -> None:
 def test_payload_from_stdin(qdb: QueueDB) -> None:
     job_id = int(qdb.cli("enqueue", "test.record", "-", stdin='{"from": "stdin"}', check=True).stdout)
     assert qdb.scalar("SELECT payload FROM mysqlq_jobs WHERE id = %s", (job_id,)) == b'{"from":"stdin"}'
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize("command", [["stats"], ["check"], ["enqueue", "test.record"], ["migrate"]])

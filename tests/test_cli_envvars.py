@@ -14,16 +14,9 @@ from mysqlq.cli import main
 
 from .conftest import QueueDB
 from .ops_fixtures import assert_one_line_error, plant
+from .test_cli_options import every_command
 
-
-def every_command(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    found: list[tuple[str, ...]] = []
-    for name, sub in group.commands.items():
-        found += every_command(sub, (*path, name)) if isinstance(sub, click.Group) else [(*path, name)]
-    return found
-
-
-COMMANDS = every_command(main)
+COMMANDS = every_command(main, groups=False)
 
 
 def command(path: tuple[str, ...]) -> click.Command:

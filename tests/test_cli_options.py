@@ -7,21 +7,25 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from mysqlq_harness.net import free_port
 
 from mysqlq.cli import main
 
 from .conftest import QueueDB
-from .test_cli import assert_one_line_error, free_port
+from .ops_fixtures import assert_one_line_error
 
 GLOBAL_VARIABLES = ("MYSQLQ_DSN", "MYSQLQ_LOG_LEVEL", "MYSQLQ_LOG_FORMAT", "MYSQLQ_ENV_FILE")
 
 
-def every_command(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    found = []
+def every_command(group: click.Group, path: tuple[str, ...] = (), groups: bool = True) -> list[tuple[str, ...]]:
+    """The path of every command below ``group`` (and of every group, with ``groups``)."""
+    found: list[tuple[str, ...]] = []
     for name, command in sorted(group.commands.items()):
-        found.append((*path, name))
-        if isinstance(command, click.Group):
-            found += every_command(command, (*path, name))
+        is_group = isinstance(command, click.Group)
+        if groups or not is_group:
+            found.append((*path, name))
+        if is_group:
+            found += every_command(command, (*path, name), groups)
     return found
 
 

@@ -37,11 +37,6 @@ def workers(qdb: QueueDB, count: int, *args: str) -> None:
     qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers") == count, what=f"{count} workers")
 
 
-def wait_done(qdb: QueueDB, count: int, timeout: float = 90) -> None:
-    qdb.wait_for(lambda: qdb.statuses().get("done", 0) == count, timeout=timeout,
-                 what=f"{count} jobs done (have {qdb.statuses()})")
-
-
 def semaphore_rows(qdb: QueueDB) -> tuple[int, int, int]:
     return (qdb.scalar("SELECT COUNT(*) FROM mysqlq_semaphores"),
             qdb.scalar("SELECT COUNT(*) FROM mysqlq_semaphore_holders"),
@@ -52,7 +47,7 @@ def test_ten_jobs_of_one_key_with_limit_one_on_three_workers_never_overlap(qdb: 
     workers(qdb, 3)
     with qdb.producer() as producer:
         ids = {producer.enqueue("test.limited", {"seconds": 0.2}, concurrency_key="account-7") for _ in range(10)}
-    wait_done(qdb, 10)
+    qdb.wait_done(10, timeout=90)
     spans = limited_spans(qdb)
     assert sorted(int(job_id) for _, _, job_id in spans) == sorted(ids)  # each ran once
     assert widest_overlap(spans) == 1
@@ -69,7 +64,7 @@ def test_limit_two_reaches_two_and_never_more(qdb: QueueDB) -> None:
     workers(qdb, 3)
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.limited2", {"seconds": 0.4}, concurrency_key="export") for _ in range(10)])
-    wait_done(qdb, 10)
+    qdb.wait_done(10, timeout=90)
     spans = limited_spans(qdb)
     assert len(spans) == 10
     assert widest_overlap(spans) == 2
@@ -81,7 +76,7 @@ def test_keys_are_independent_and_jobs_without_a_key_are_not_limited(qdb: QueueD
         a = {producer.enqueue("test.limited", {"seconds": 0.3}, concurrency_key="a") for _ in range(4)}
         b = {producer.enqueue("test.limited", {"seconds": 0.3}, concurrency_key="b") for _ in range(4)}
         free = {producer.enqueue("test.unlimited", {"seconds": 0.3}) for _ in range(6)}
-    wait_done(qdb, 14)
+    qdb.wait_done(14, timeout=90)
     assert widest_overlap(limited_spans(qdb, a)) == 1
     assert widest_overlap(limited_spans(qdb, b)) == 1
     assert widest_overlap(limited_spans(qdb, a | b)) == 2  # two keys: two at once
@@ -94,7 +89,7 @@ def test_a_handler_without_a_declared_limit_runs_one_job_per_key(qdb: QueueDB) -
     workers(qdb, 2)
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.unlimited", {"seconds": 0.2}, concurrency_key="k") for _ in range(6)])
-    wait_done(qdb, 6)
+    qdb.wait_done(6, timeout=90)
     assert widest_overlap(limited_spans(qdb)) == 1
 
 
@@ -166,7 +161,7 @@ def test_stats_show_blocked_jobs_and_a_blocked_job_can_be_cancelled(qdb: QueueDB
     assert row[header.index("blocked")] == "3"
     assert qdb.cli("cancel", str(waiting[0]), check=True).stdout.strip() == "cancelled 1 job"
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_blocked_jobs") == 2
-    wait_done(qdb, 3, timeout=60)
+    qdb.wait_done(3, timeout=60)
     assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (waiting[0],)) == "cancelled"
     assert waiting[0] not in {int(job_id) for _, _, job_id in limited_spans(qdb)}
     # A slot is given back just after its job's outcome is written: wait for the last one.

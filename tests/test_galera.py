@@ -7,21 +7,21 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import secrets
 import subprocess
 import time
 from collections.abc import Iterator
 
 import pytest
 from mysqlq_harness.galera import PrivateGalera
+from mysqlq_harness.lifecycle import child_env
+from mysqlq_harness.waiting import stop_processes, wait_done
 
 from mysqlq import Dsn, Job, Producer, Settings
 from mysqlq.store.db import connect
 
-from .conftest import MYSQLQ, unavailable
+from .conftest import MYSQLQ, fresh_database, query_once, throwaway, unavailable
 
 pytestmark = pytest.mark.slow
-
 
 
 @pytest.fixture(scope="module")
@@ -31,18 +31,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateGalera]
         if not os.path.exists(needed):
             unavailable(f"{needed} is missing: `make deps` installs mariadb-backup and socat")
     galera = PrivateGalera(tmp_path_factory.mktemp("galera"), die_with_parent=True)
-    try:
-        galera.start()
-    except Exception as exc:
-        galera.kill()
-        unavailable(f"cannot start a private Galera cluster: {exc}")
-    try:
+    with throwaway(galera, "a private Galera cluster"):
         yield galera
-    finally:
-        try:
-            galera.stop()
-        except Exception:
-            galera.kill()
 
 
 def node_dsn(cluster: PrivateGalera, database: str, first: int) -> str:
@@ -54,22 +44,12 @@ def node_dsn(cluster: PrivateGalera, database: str, first: int) -> str:
 
 @pytest.fixture
 def database(cluster: PrivateGalera) -> Iterator[str]:
-    name = "mysqlq_g_" + secrets.token_hex(4)
-    conn = connect(Dsn.parse(node_dsn(cluster, "test", 1)))
-    with conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name}")
-    conn.close()
-    yield name
-    conn = connect(Dsn.parse(node_dsn(cluster, "test", 1)))
-    with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {name}")
-    conn.close()
+    with fresh_database(node_dsn(cluster, "test", 1), "mysqlq_g_", migrated=False) as name:
+        yield name
 
 
 def run(args: list[str], dsn: str, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "MYSQLQ_DSN": dsn, "MYSQLQ_LOG_FORMAT": "console", **env}
-    full.pop("NOTIFY_SOCKET", None)
-    full.pop("JOURNAL_STREAM", None)
+    full = child_env({"MYSQLQ_DSN": dsn, "MYSQLQ_LOG_FORMAT": "console", **env})
     return subprocess.run([MYSQLQ, *args], env=full, capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -81,10 +61,9 @@ class Workers:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, node: int, *args: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "MYSQLQ_DSN": node_dsn(self.cluster, self.database, node), "MYSQLQ_LOG_FORMAT": "console",
-               "MYSQLQ_HINT_DIR": str(self.tmp / f"hints{node}"), "MYSQLQ_TEST_RECORD": str(self.tmp / "record.txt")}
-        env.pop("NOTIFY_SOCKET", None)
-        env.pop("JOURNAL_STREAM", None)
+        env = child_env({"MYSQLQ_DSN": node_dsn(self.cluster, self.database, node), "MYSQLQ_LOG_FORMAT": "console",
+                         "MYSQLQ_HINT_DIR": str(self.tmp / f"hints{node}"),
+                         "MYSQLQ_TEST_RECORD": str(self.tmp / "record.txt")})
         out = open(self.tmp / f"worker-{node}.log", "ab")  # noqa: SIM115
         proc = subprocess.Popen([MYSQLQ, "worker", "--name", f"n{node}", "--poll-interval", "0.5",
                                  "--retry-base", "0.05", *args], env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -96,15 +75,7 @@ class Workers:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.tmp.glob("worker-*.log")))
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs, timeout=60)
 
 
 @pytest.fixture
@@ -115,14 +86,8 @@ def workers(cluster: PrivateGalera, database: str, tmp_path: pathlib.Path) -> It
 
 
 def scalar(dsn: str, sql: str) -> object:
-    conn = connect(Dsn.parse(dsn))
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            row = cur.fetchone()
-            return row[0] if row else None
-    finally:
-        conn.close()
+    rows = query_once(connect(Dsn.parse(dsn)), sql)
+    return rows[0][0] if rows else None
 
 
 def test_migrate_on_every_node_at_once_applies_each_migration_once(cluster: PrivateGalera, database: str) -> None:
@@ -167,10 +132,9 @@ def test_a_drain_survives_a_node_killed_mid_way(cluster: PrivateGalera, database
     dsn = node_dsn(cluster, database, 1)
     assert run(["migrate"], dsn).returncode == 0
     conn = connect(Dsn.parse(dsn))
-    with conn.cursor() as cur:
-        cur.execute("CREATE TABLE test_effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, job_id BIGINT NOT NULL, "
-                    "attempt INT NOT NULL, KEY (job_id))")
-    conn.close()
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE test_effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, job_id BIGINT NOT NULL, "
+                "attempt INT NOT NULL, KEY (job_id))")
     total = 3000
     jobs = [Job("test.record" if i % 2 else "test.effect", {"sleep": 0.002} if i % 2 else None) for i in range(total)]
     with Producer(Settings(dsn=Dsn.parse(dsn), hint=False)) as producer:
@@ -178,19 +142,11 @@ def test_a_drain_survives_a_node_killed_mid_way(cluster: PrivateGalera, database
     for node in (1, 2, 3):
         workers.start(node, "--batch-size", "20", "--heartbeat-interval", "1", "--lease", "10")
 
-    def done() -> int:
-        return int(scalar(dsn, "SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'") or 0)
-
-    deadline = time.monotonic() + 120
-    while done() < total // 4:
-        assert time.monotonic() < deadline, "the drain did not start"
-        time.sleep(0.2)
+    wait_done(cur, total // 4, timeout=120, interval=0.2)  # the drain is under way
     cluster.node(3).kill()
     cluster.rejoin(3)
-    deadline = time.monotonic() + 240
-    while done() < total:
-        assert time.monotonic() < deadline, f"only {done()} of {total} jobs done"
-        time.sleep(0.5)
+    wait_done(cur, total, timeout=240, interval=0.5)
+    conn.close()
     assert scalar(dsn, "SELECT COUNT(*) FROM mysqlq_jobs WHERE status <> 'done'") == 0
     effects = total // 2
     assert scalar(dsn, "SELECT COUNT(*) FROM test_effects") == effects

@@ -4,7 +4,6 @@ the producer on another, the workers on a third, each host with its own hint dir
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import secrets
 import subprocess
@@ -15,10 +14,11 @@ from typing import Any
 
 import pytest
 from mysqlq_harness import netns as netns_hosts
-from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB
+from mysqlq_harness.lifecycle import child_env
+from mysqlq_harness.mariadb import PrivateMariaDB
 from mysqlq_harness.waiting import stop_processes, wait_for
 
-from .conftest import MYSQLQ, query_once, unavailable, with_database
+from .conftest import MYSQLQ, fresh_database, query_once, throwaway_mariadb, unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -68,20 +68,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     reason = netns_hosts.unavailable()
     if reason:
         unavailable(reason)
-    hosts = netns_hosts.Hosts(["db", "producer", "workers"])
-    hosts.up()
     tmp = tmp_path_factory.mktemp("hint-net")
-    server = PrivateMariaDB(tmp / "mariadb", die_with_parent=True, bind_address=hosts.address("db"),
-                            netns=hosts.namespace("db"))
-    try:
-        server.start()
+    with (netns_hosts.Hosts(["db", "producer", "workers"]) as hosts,
+          throwaway_mariadb(tmp / "mariadb", "a private mariadbd on a test host", bind_address=hosts.address("db"),
+                            netns=hosts.namespace("db")) as server):
         yield Lab(hosts, server, tmp)
-    finally:
-        try:
-            server.stop()
-        except MariaDBError:
-            server.kill()
-        hosts.down()
 
 
 @dataclass
@@ -101,14 +92,10 @@ class Site:
                                           autocommit=True), sql, params)
 
     def env(self, host: str, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQLQ_")}
-        env.pop("NOTIFY_SOCKET", None)
-        env.pop("JOURNAL_STREAM", None)
         hints = self.tmp / f"{host}-hints"  # each host its own hint directory
         hints.mkdir(exist_ok=True)
-        env.update(MYSQLQ_DSN=self.app_dsn, MYSQLQ_HINT_DIR=str(hints), MYSQLQ_LOG_FORMAT="console",
-                   MYSQLQ_TEST_RECORD=str(self.tmp / "record.txt"), **extra)
-        return env
+        return child_env({"MYSQLQ_DSN": self.app_dsn, "MYSQLQ_HINT_DIR": str(hints), "MYSQLQ_LOG_FORMAT": "console",
+                          "MYSQLQ_TEST_RECORD": str(self.tmp / "record.txt"), **extra}, keep_settings=False)
 
     def worker(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         log = open(self.tmp / f"worker-{name}.log", "ab")  # noqa: SIM115
@@ -141,32 +128,22 @@ class Site:
 def site(lab: Lab, tmp_path: pathlib.Path) -> Iterator[Site]:
     from mysqlq.core.config import Dsn
     from mysqlq.store.db import connect
-    from mysqlq.store.schema import migrate
 
-    name = "mysqlq_net_" + secrets.token_hex(4)
-    password = secrets.token_hex(8)
-    root = connect(Dsn.parse(lab.server.dsn))
-    with root.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name}")
+    def root(sql: str, params: Any = None) -> None:
+        query_once(connect(Dsn.parse(lab.server.dsn)), sql, params)
+
+    with fresh_database(lab.server.dsn, "mysqlq_net_") as name:
+        user, password = f"app_{name[-8:]}", secrets.token_hex(8)
         # What producers and workers have today, no more: rows of this database, from the test network.
-        cur.execute(f"CREATE USER app_{name[-8:]}@'10.77.0.%%' IDENTIFIED BY %s", (password,))
-        cur.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {name}.* TO app_{name[-8:]}@'10.77.0.%'")
-    root.close()
-    conn = connect(Dsn.parse(with_database(lab.server.dsn, name)))
-    with conn.cursor() as cur:
-        migrate(cur, name)
-    conn.close()
-    app_dsn = f"mysql://app_{name[-8:]}:{password}@{lab.hosts.address('db')}:{lab.server.port}/{name}"
-    site = Site(lab, name, app_dsn, tmp_path, [])
-    try:
-        yield site
-    finally:
-        stop_processes(site.procs, timeout=20)
-        root = connect(Dsn.parse(lab.server.dsn))
-        with root.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {name}")
-            cur.execute(f"DROP USER IF EXISTS app_{name[-8:]}@'10.77.0.%'")
-        root.close()
+        root(f"CREATE USER {user}@'10.77.0.%%' IDENTIFIED BY %s", (password,))
+        root(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {name}.* TO {user}@'10.77.0.%'")
+        app_dsn = f"mysql://{user}:{password}@{lab.hosts.address('db')}:{lab.server.port}/{name}"
+        site = Site(lab, name, app_dsn, tmp_path, [])
+        try:
+            yield site
+        finally:
+            stop_processes(site.procs, timeout=20)
+            root(f"DROP USER IF EXISTS {user}@'10.77.0.%'")
 
 
 def start_workers(site: Site, *names: str) -> dict[str, tuple[str | None, bytes | None, Any]]:

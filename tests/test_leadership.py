@@ -10,6 +10,8 @@ import re
 import signal
 import time
 
+from mysqlq_harness.waiting import wait_for
+
 from mysqlq import Job
 from mysqlq.store import claims
 from mysqlq.store import leadership as leaders
@@ -72,10 +74,8 @@ def test_a_killed_leaders_role_is_taken_over_through_its_vanished_connection(qdb
         vcur.close()
         assert leaders.acquire(cur, ROLE, b, lease=600, steal=True) is None  # its connection is alive
         victim.close()
-        deadline = time.monotonic() + 10
-        while (epoch := leaders.acquire(cur, ROLE, b, lease=600, steal=True)) is None:
-            assert time.monotonic() < deadline, "the closed connection never left the process list"
-            time.sleep(0.1)
+        epoch = wait_for(lambda: leaders.acquire(cur, ROLE, b, lease=600, steal=True),
+                         "the closed connection to leave the process list", 10, interval=0.1)
         assert leaders.state(cur, ROLE).worker_id == b and epoch >= 2
     conn.close()
 

@@ -7,6 +7,8 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
+from mysqlq_harness.net import get
+
 from mysqlq.store import expand
 from mysqlq.store import web as web_store
 from mysqlq.store.db import Connection
@@ -17,7 +19,7 @@ from .conftest import QueueDB
 from .ops_fixtures import plant
 from .test_ops_hot_path import HISTORY_DOUBLINGS, READY, RECENT, big, handler_reads, rows_read  # noqa: F401
 from .test_ops_hot_path import reads_of as reads_of_cursor
-from .web_fixtures import TOKEN, get, scrape, stats_json, web_server
+from .web_fixtures import TOKEN, scrape, stats_json, web_server
 
 LIVE = ("ready", "scheduled", "blocked", "running", "dead")
 

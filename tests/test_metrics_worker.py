@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import pathlib
 
+from mysqlq_harness.net import free_port
+
 from .conftest import QueueDB
 from .ops_fixtures import assert_one_line_error
-from .web_fixtures import free_port, scrape
+from .web_fixtures import scrape
 
 
 def test_a_worker_serves_its_own_metrics(qdb: QueueDB) -> None:

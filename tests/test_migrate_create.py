@@ -10,7 +10,7 @@ import pytest
 from mysqlq.store.schema import latest_version
 
 from .conftest import QueueDB, with_database
-from .test_cli import assert_one_line_error
+from .ops_fixtures import assert_one_line_error
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ as built for every test of the module.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,10 +23,9 @@ from mysqlq.cli.produce import _stats_text
 from mysqlq.core.config import Dsn
 from mysqlq.store import claims, expand, ops, stats, web, workers
 from mysqlq.store.db import Connection, Cursor, connect
-from mysqlq.store.schema import migrate
 from mysqlq.store.sql import query
 
-from .conftest import MariaDBServer, with_database
+from .conftest import MariaDBServer, fresh_database, with_database
 
 HISTORY_DOUBLINGS = 18  # 2**18 = 262,144 done jobs
 SMALL_DOUBLINGS = 16  # a quarter of that: the same operations must read the same rows
@@ -38,68 +37,56 @@ LIMIT = 50
 COLUMNS = "queue, handler, payload, status, run_at, max_attempts, attempts, enqueued_at, finished_at"
 
 
-def build(mariadb: MariaDBServer, doublings: int) -> tuple[Connection, Callable[[], None]]:
+@contextlib.contextmanager
+def history(mariadb: MariaDBServer, doublings: int) -> Iterator[Connection]:
     """A database whose mysqlq_jobs holds 2**doublings old done jobs and a little live work."""
-    name = "mysqlq_t_" + secrets.token_hex(4)
-    admin = connect(Dsn.parse(mariadb.dsn))
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name}")
-    conn = connect(Dsn.parse(with_database(mariadb.dsn, name)))
+    with fresh_database(mariadb.dsn) as name:
+        conn = connect(Dsn.parse(with_database(mariadb.dsn, name)))
+        try:
+            fill(conn, doublings)
+            yield conn
+        finally:
+            conn.close()
 
-    def drop() -> None:
-        conn.close()
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.close()
 
-    try:
-        with conn.cursor() as cur:
-            migrate(cur, name)
+def fill(conn: Connection, doublings: int) -> None:
+    """Put 2**doublings old done jobs and a little live work in mysqlq_jobs."""
+    with conn.cursor() as cur:
+        cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) VALUES ('hot', 'test.record', '{{}}', 'done', "
+                    "NOW(6) - INTERVAL 10 DAY, 5, 1, NOW(6) - INTERVAL 10 DAY, NOW(6) - INTERVAL 10 DAY)")
+        for _ in range(doublings):  # each pass doubles the history, older and older
+            cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) SELECT queue, handler, payload, status, "
+                        "run_at - INTERVAL id SECOND, max_attempts, attempts, enqueued_at - INTERVAL id SECOND, "
+                        "finished_at - INTERVAL id SECOND FROM mysqlq_jobs")
+        for queue in ("hot", "other"):
+            for _ in range(READY):
+                cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) VALUES (%s, 'test.record', '{{}}', 'ready', "
+                            "NOW(6), 5, 0, NOW(6), NULL)", (queue,))
+        for _ in range(DEAD):
+            cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) VALUES ('other', 'test.record', '{{}}', 'dead', "
+                        "NOW(6) - INTERVAL 1 DAY, 5, 5, NOW(6) - INTERVAL 1 DAY, NOW(6) - INTERVAL 1 DAY)")
+        for _ in range(SCHEDULED):
+            cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) VALUES ('other', 'test.record', '{{}}', "
+                        "'scheduled', NOW(6) + INTERVAL 1 HOUR, 5, 0, NOW(6), NULL)")
+        for _ in range(RECENT):
             cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) VALUES ('hot', 'test.record', '{{}}', 'done', "
-                        "NOW(6) - INTERVAL 10 DAY, 5, 1, NOW(6) - INTERVAL 10 DAY, NOW(6) - INTERVAL 10 DAY)")
-            for _ in range(doublings):  # each pass doubles the history, older and older
-                cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) SELECT queue, handler, payload, status, "
-                            "run_at - INTERVAL id SECOND, max_attempts, attempts, enqueued_at - INTERVAL id SECOND, "
-                            "finished_at - INTERVAL id SECOND FROM mysqlq_jobs")
-            for queue in ("hot", "other"):
-                for _ in range(READY):
-                    cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) VALUES (%s, 'test.record', '{{}}', 'ready', "
-                                "NOW(6), 5, 0, NOW(6), NULL)", (queue,))
-            for _ in range(DEAD):
-                cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) VALUES ('other', 'test.record', '{{}}', 'dead', "
-                            "NOW(6) - INTERVAL 1 DAY, 5, 5, NOW(6) - INTERVAL 1 DAY, NOW(6) - INTERVAL 1 DAY)")
-            for _ in range(SCHEDULED):
-                cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) VALUES ('other', 'test.record', '{{}}', "
-                            "'scheduled', NOW(6) + INTERVAL 1 HOUR, 5, 0, NOW(6), NULL)")
-            for _ in range(RECENT):
-                cur.execute(f"INSERT INTO mysqlq_jobs ({COLUMNS}) VALUES ('hot', 'test.record', '{{}}', 'done', "
-                            "NOW(6) - INTERVAL 30 SECOND, 5, 1, NOW(6) - INTERVAL 30 SECOND, NOW(6))")
-            cur.execute("ANALYZE TABLE mysqlq_jobs")
-            cur.fetchall()
-            cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'")
-            assert cur.fetchone()[0] == 2**doublings + RECENT
-    except BaseException:
-        drop()
-        raise
-    return conn, drop
+                        "NOW(6) - INTERVAL 30 SECOND, 5, 1, NOW(6) - INTERVAL 30 SECOND, NOW(6))")
+        cur.execute("ANALYZE TABLE mysqlq_jobs")
+        cur.fetchall()
+        cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'")
+        assert cur.fetchone()[0] == 2**doublings + RECENT
 
 
 @pytest.fixture(scope="module")
 def big(mariadb: MariaDBServer) -> Iterator[Connection]:
-    conn, drop = build(mariadb, HISTORY_DOUBLINGS)
-    try:
+    with history(mariadb, HISTORY_DOUBLINGS) as conn:
         yield conn
-    finally:
-        drop()
 
 
 @pytest.fixture(scope="module")
 def small(mariadb: MariaDBServer) -> Iterator[Connection]:
-    conn, drop = build(mariadb, SMALL_DOUBLINGS)
-    try:
+    with history(mariadb, SMALL_DOUBLINGS) as conn:
         yield conn
-    finally:
-        drop()
 
 
 def handler_reads(conn: Connection) -> int:

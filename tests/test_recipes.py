@@ -7,20 +7,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
+
+from mysqlq_harness import net
 
 from mysqlq.testing import drain
 
 from .conftest import REPO, QueueDB
-from .web_fixtures import free_port
 
 RECIPES = REPO / "docs" / "recipes"
 BIN = Path(sys.executable).parent
@@ -35,35 +34,12 @@ def post(url: str, form: dict[str, Any] | None = None) -> tuple[int, dict[str, A
         return exc.code, json.loads(exc.read() or b"{}")
 
 
-@contextmanager
-def serving(qdb: QueueDB, *command: str) -> Iterator[str]:
+def serving(qdb: QueueDB, *command: str) -> AbstractContextManager[str]:
     """A recipe's server on a free port (``{port}`` in the command); yields its base URL; always stopped."""
-    port = free_port()
+    port = net.free_port()
     env = {key: value for key, value in qdb.env().items() if key != "MYSQLQ_LOG_FORMAT"}
-    log = qdb.tmp / "recipe-server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([part.format(port=port) for part in command], cwd=RECIPES, env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
-                break
-            except urllib.error.HTTPError:
-                break  # it answers (a 404 or 405 is an answer)
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return net.serving([part.format(port=port) for part in command], port, qdb.tmp / "recipe-server.log", env=env,
+                       cwd=RECIPES)
 
 
 def test_fastapi_enqueues_inside_its_sqlalchemy_transaction(qdb: QueueDB) -> None:

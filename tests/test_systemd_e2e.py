@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from mysqlq_harness.systemd import PrivateSystemd, missing_prerequisites
+from mysqlq_harness.systemd import PrivateSystemd
 from mysqlq_harness.waiting import wait_for
 
-from .conftest import MYSQLQ, MariaDBServer, QueueDB, unavailable, with_database
+from .conftest import MYSQLQ, MariaDBServer, QueueDB, private_systemd, with_database
 
 pytestmark = pytest.mark.slow
 
@@ -64,13 +64,9 @@ class Deployment:
 
 @pytest.fixture
 def deployment(qdb: QueueDB, mariadb: MariaDBServer, tmp_path: Path) -> Deployment:
-    reason = missing_prerequisites()
-    if reason:
-        unavailable(f"private systemd: {reason}")
-    if mariadb.tcp_dsn is None:
-        unavailable("the end-to-end test needs the private server's TCP DSN")
-    return Deployment(PrivateSystemd(tmp_path / "systemd", traversable_root=True), qdb,
-                      with_database(mariadb.tcp_dsn, qdb.name))
+    systemd = private_systemd(mariadb, tmp_path / "systemd")
+    assert mariadb.tcp_dsn is not None
+    return Deployment(systemd, qdb, with_database(mariadb.tcp_dsn, qdb.name))
 
 
 def test_workers_under_systemd(deployment: Deployment) -> None:

@@ -4,15 +4,14 @@ with --env-file; after migrate the workers start."""
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mysqlq_harness.systemd import PrivateSystemd, missing_prerequisites
+from mysqlq_harness.systemd import PrivateSystemd
 from mysqlq_harness.waiting import wait_for
 
-from .conftest import MYSQLQ, MariaDBServer, QueueDB, unavailable, with_database
+from .conftest import MYSQLQ, MariaDBServer, QueueDB, fresh_database, private_systemd, with_database
 
 pytestmark = pytest.mark.slow
 
@@ -22,20 +21,13 @@ ENV = "/etc/mysqlq/mysqlq.env"
 
 @pytest.fixture
 def empty_database(qdb: QueueDB) -> Iterator[str]:
-    name = "mysqlq_first_" + secrets.token_hex(4)
-    qdb.query(f"CREATE DATABASE {name}")
-    yield name
-    qdb.query(f"DROP DATABASE IF EXISTS {name}")
+    with fresh_database(qdb.dsn, "mysqlq_first_", migrated=False) as name:
+        yield name
 
 
 @pytest.fixture
 def systemd(mariadb: MariaDBServer, tmp_path: Path) -> Iterator[PrivateSystemd]:
-    reason = missing_prerequisites()
-    if reason:
-        unavailable(f"private systemd: {reason}")
-    if mariadb.tcp_dsn is None:
-        unavailable("needs the private server's TCP DSN")
-    with PrivateSystemd(tmp_path / "systemd", traversable_root=True) as server:
+    with private_systemd(mariadb, tmp_path / "systemd") as server:
         yield server
     assert server.leftovers() == []
 

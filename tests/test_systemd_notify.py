@@ -9,12 +9,12 @@ import signal
 import socket
 import struct
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.waiting import wait_for
 
 from mysqlq.core.systemd import Notifier
 
@@ -65,21 +65,24 @@ class NotifySocket:
     def wait_exit(self, proc: subprocess.Popen[str], timeout: float = 30) -> int:
         """The process's exit code; meanwhile every message is read, as systemd would (a full
         queue would block the sender's next ping)."""
-        deadline = time.monotonic() + timeout
-        while proc.poll() is None:
-            assert time.monotonic() < deadline, f"pid {proc.pid} did not exit within {timeout}s"
+
+        def exited() -> bool:
+            if proc.poll() is not None:
+                return True
             self._receive(0.05)
+            return False
+
+        wait_for(exited, f"pid {proc.pid} to exit", timeout, interval=0)
         return proc.returncode
 
     def wait_for(self, matches: Callable[[Message], bool], what: str, timeout: float = 30) -> Message:
         """The next message that ``matches``; every message read is kept in ``messages``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            message = self._receive(deadline - time.monotonic())
-            if message is not None and matches(message):
-                return message
-            if message is None and time.monotonic() >= deadline:
-                raise AssertionError(f"no {what} within {timeout}s; got {[m.fields for m in self.messages]}")
+
+        def matching() -> Message | None:
+            message = self._receive(0.05)
+            return message if message is not None and matches(message) else None
+
+        return wait_for(matching, lambda: f"{what}; got {[m.fields for m in self.messages]}", timeout, interval=0)
 
 
 @pytest.fixture
@@ -159,7 +162,7 @@ def test_no_keep_alive_pings_once_the_job_is_past_its_time_limit(
         assert len([m for m in notify_socket.messages if has("WATCHDOG", "1")(m)]) >= 5
         notify_socket.drain(quiet=0.15)  # a ping sent just as the limit passed
         notify_socket.messages.clear()
-        with pytest.raises(AssertionError, match="no WATCHDOG"):
+        with pytest.raises(AssertionError, match="waiting for WATCHDOG"):
             notify_socket.wait_for(has("WATCHDOG", "1"), "WATCHDOG=1 past the limit", timeout=0.5)
     finally:
         notifier.in_job = False

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.net import free_port, get
 from mysqlq_harness.waiting import wait_for
 
 from .conftest import MYSQLQ
 from .ops_fixtures import plant
 from .test_systemd_e2e import Deployment, deployment  # noqa: F401
-from .web_fixtures import TOKEN, free_port, get, scrape
+from .web_fixtures import TOKEN, scrape
 
 pytestmark = pytest.mark.slow
 

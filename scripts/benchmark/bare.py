@@ -12,7 +12,7 @@ id IN (…)`` in one transaction.  Also here: the bare autocommit single-row INS
 
 Run by ``scripts/bench`` as a subprocess per drainer (so K drainers use K processes, like K workers)::
 
-    python scripts/bench_bare.py drain --conn '{"unix_socket": "/tmp/x.sock", "user": "root",
+    python scripts/benchmark/bare.py drain --conn '{"unix_socket": "/tmp/x.sock", "user": "root",
         "database": "b1"}' --batch 100 [--claim update|skip-locked] [--isolation 'READ COMMITTED']
 
 which prints one JSON line: ``{"jobs": n, "first": t, "last": t, "deadlocks": d}`` (wall-clock times
@@ -146,7 +146,7 @@ def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench_bare.py", description="The bare-SQL reference loop.")
+    parser = argparse.ArgumentParser(prog="bare.py", description="The bare-SQL reference loop.")
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("drain", help="drain job_queue; print {jobs, first, last} as JSON")
     d.add_argument("--conn", required=True, help="mysqlclient connect() keyword arguments as JSON")

@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import MySQLdb
+from mysqlq_harness.lifecycle import child_env
+from mysqlq_harness.waiting import stop_processes, wait_for
 
 import mysqlq
 
-SCRIPTS = pathlib.Path(__file__).resolve().parent
+HERE = pathlib.Path(__file__).resolve().parent  # bare.py and producer.py run from here as scripts of their own
 BIN = pathlib.Path(sys.executable).parent
 MYSQLQ = str(BIN / "mysqlq")
 DB_PREFIX = "mysqlq_bench_"
@@ -122,7 +124,7 @@ def note(text: str) -> None:
 
 
 def connect_kwargs(dsn: mysqlq.Dsn, database: str | None = None) -> dict[str, Any]:
-    """mysqlclient connect() arguments for a DSN (plain JSON-able values, for bench_bare.py)."""
+    """mysqlclient connect() arguments for a DSN (plain JSON-able values, for bare.py)."""
     kwargs: dict[str, Any] = {"user": dsn.user}
     if dsn.password:
         kwargs["passwd"] = dsn.password
@@ -281,10 +283,8 @@ def _in_process_migrate() -> Any:
 
 
 def clean_env(extra: dict[str, str]) -> dict[str, str]:
-    """The environment for children: no MYSQLQ_* settings of the caller, no journal, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQLQ_") and k != "JOURNAL_STREAM"}
-    env.update(extra)
-    return env
+    """The environment for children: no MYSQLQ_* settings of the caller, no systemd of its, plus ``extra``."""
+    return child_env(extra, keep_settings=False)
 
 
 class Workers:
@@ -325,15 +325,15 @@ class Workers:
 
     def wait_registered(self, cur: Any, count: int, timeout: float = 30.0) -> None:
         """Until ``count`` workers are in the registry (i.e. started and connected)."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def registered() -> bool:
             cur.execute("SELECT COUNT(*) FROM mysqlq_workers")
             if cur.fetchone()[0] >= count:
-                return
+                return True
             self.check_alive()
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"workers {self.tag} did not register within {timeout:g} s; see {self.log}")
-            time.sleep(0.02)
+            return False
+
+        wait_for(registered, f"workers {self.tag} to register (see {self.log})", timeout, interval=0.02)
 
     def check_alive(self) -> None:
         for name, proc in self.procs.items():
@@ -343,16 +343,7 @@ class Workers:
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM every worker and wait; SIGKILL whoever is still there after ``timeout``."""
-        live = [p for p in self.procs.values() if p.poll() is None]
-        for proc in live:
-            proc.terminate()
-        deadline = time.monotonic() + timeout
-        for proc in live:
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs.values(), timeout)
         bad = {name: p.returncode for name, p in self.procs.items() if p.returncode not in (0, -signal.SIGKILL)}
         if bad:
             note(f"workers exited abnormally: {bad}; log {self.log}")
@@ -412,14 +403,24 @@ def pending(cur: Any) -> bool:
 
 def wait_drained(cur: Any, workers: Workers | None, timeout: float, interval: float = 0.01) -> float:
     """Poll until every job is finished; returns time.perf_counter() at that moment."""
-    deadline = time.monotonic() + timeout
-    while pending(cur):
+
+    def drained() -> bool:
+        if not pending(cur):
+            return True
         if workers is not None:
             workers.check_alive()
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"jobs still pending after {timeout:g} s")
-        time.sleep(interval)
+        return False
+
+    wait_for(drained, "every job to be finished", timeout, interval)
     return time.perf_counter()
+
+
+def recorded_latencies(record: pathlib.Path, sent: int, name: str) -> list[float]:
+    """The start-minus-enqueue times (ms) bench.latency wrote to ``record``: one a job sent, or an error."""
+    latencies = [float(line) for line in record.read_text().split()]
+    if len(latencies) != sent:
+        raise RuntimeError(f"{name}: {sent} jobs sent, {len(latencies)} latencies recorded")
+    return latencies
 
 
 def status_counts(cur: Any) -> dict[str, int]:

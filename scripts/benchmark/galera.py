@@ -38,9 +38,10 @@ from typing import Any
 import MySQLdb
 from mysqlq_harness.galera import PrivateGalera
 from mysqlq_harness.mariadb import PrivateMariaDB
+from mysqlq_harness.waiting import stop_processes, wait_done, wait_for
 
 import mysqlq
-from benchmark.common import MYSQLQ, clean_env, fill_jobs, median, note, percentile
+from benchmark.common import MYSQLQ, clean_env, fill_jobs, median, note, percentile, recorded_latencies
 
 BATCHES = (10, 100, 500)
 SYNC_WAITS = (0, 1, 3)  # 1: reads wait for causality; 3: reads, UPDATE and DELETE (the claim) too
@@ -77,7 +78,9 @@ class Run:
         self.cur.execute("SET time_zone = '+00:00'")
         fill_jobs(self.cur, n)
         if partitions:  # as a producer would at enqueue: job id mod P picks its partition's queue
-            self.cur.execute("UPDATE mysqlq_jobs SET queue = CONCAT('p', id MOD %s)", (partitions,))
+            # ready_queue (what the claim reads) follows queue only when a row is written as ready
+            self.cur.execute("UPDATE mysqlq_jobs SET queue = CONCAT('p', id MOD %(p)s),"
+                             " ready_queue = CONCAT('p', id MOD %(p)s)", {"p": partitions})
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, dsns: Sequence[str], *, batch: int | None = None, queues: Sequence[str] | None = None,
@@ -94,26 +97,12 @@ class Run:
                                                    stdout=subprocess.DEVNULL, stderr=log, env=clean_env(extra)))
         return started
 
-    def done(self) -> int:
-        self.cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'")
-        return int(self.cur.fetchone()[0])
-
     def wait_done(self, timeout: float = 600) -> float:
-        deadline = time.monotonic() + timeout
-        while self.done() < self.n:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.database}: {self.done()} of {self.n} done after {timeout:g} s")
-            time.sleep(0.02)
-        return time.perf_counter()
+        """Until every job of the run is done; time.perf_counter() then."""
+        return wait_done(self.cur, self.n, timeout=timeout)
 
     def close(self) -> None:
-        for proc in self.procs:
-            proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(self.procs)
         with contextlib.suppress(MySQLdb.Error):
             self.cur.execute(f"DROP DATABASE IF EXISTS {self.database}")
         self.conn.close()
@@ -195,10 +184,7 @@ def latency(tmp: pathlib.Path, cluster: PrivateGalera, database: str, jobs: int,
             run.wait_done(timeout=120)
     finally:
         run.close()
-    values = [float(line) for line in record.read_text().split()]
-    if len(values) != jobs:
-        raise RuntimeError(f"{database}: {jobs} jobs sent, {len(values)} latencies recorded")
-    return values
+    return recorded_latencies(record, jobs, database)
 
 
 def recovery(tmp: pathlib.Path, cluster: PrivateGalera, database: str, n: int) -> tuple[float, float]:
@@ -207,14 +193,14 @@ def recovery(tmp: pathlib.Path, cluster: PrivateGalera, database: str, n: int) -
     run = Run(tmp, ports[0], database, n)
     try:
         run.start([dsn_for(ports[i:] + ports[:i], database) for i in range(3)])
-        while run.done() < n // 4:
-            time.sleep(0.02)
+        wait_done(run.cur, n // 4, timeout=600)
         run.cur.execute("SELECT NOW(6)")
         killed_at = run.cur.fetchone()[0]
         cluster.node(3).kill()
         t0 = time.perf_counter()
-        commits = worker = None
-        while worker is None or commits is None:
+        after: dict[str, float] = {}  # seconds from the kill until "commits" and node 3's "worker" finish a job
+
+        def recovered() -> bool:
             # Keep work in the queue until node 3's worker has failed over and finished a job: the
             # other two could otherwise drain the rest while it is still reconnecting.
             run.cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'ready'")
@@ -223,15 +209,15 @@ def recovery(tmp: pathlib.Path, cluster: PrivateGalera, database: str, n: int) -
                 run.n += TOP_UP
             run.cur.execute("SELECT worker FROM mysqlq_jobs WHERE status = 'done' AND finished_at > %s", (killed_at,))
             finishers = {row[0] for row in run.cur.fetchall()}
-            if commits is None and finishers:
-                commits = time.perf_counter() - t0
-            if worker is None and "w3" in finishers:
-                worker = time.perf_counter() - t0
-            if time.perf_counter() - t0 > 300:
-                raise RuntimeError("the cluster did not recover from the node's kill within 300 s")
-            time.sleep(0.02)
+            if finishers:
+                after.setdefault("commits", time.perf_counter() - t0)
+            if "w3" in finishers:
+                after.setdefault("worker", time.perf_counter() - t0)
+            return len(after) == 2
+
+        wait_for(recovered, "the cluster to recover from the node's kill", 300, interval=0.02)
         run.wait_done()
-        return commits, worker
+        return after["commits"], after["worker"]
     finally:
         run.close()
         cluster.rejoin(3)

@@ -28,14 +28,15 @@ from typing import Any
 
 import MySQLdb
 from mysqlq_harness import netns as netns_hosts
+from mysqlq_harness.waiting import TimedOut, wait_done, wait_for
 
 import mysqlq
 from benchmark import bare as bench_bare
 from benchmark.common import (
     CLK_TCK,
     DB_PREFIX,
+    HERE,
     MYSQLQ,
-    SCRIPTS,
     Bench,
     Figure,
     Workers,
@@ -50,6 +51,7 @@ from benchmark.common import (
     pending,
     percentile,
     proc_cpu_ticks,
+    recorded_latencies,
     status_counts,
     timer,
     wait_drained,
@@ -161,13 +163,13 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
 
 def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim: str = "update",
                isolation: str | None = None) -> Drain:
-    """The bare-SQL reference loop: K processes of bench_bare.py on a fresh job_queue table."""
+    """The bare-SQL reference loop: K processes of bare.py on a fresh job_queue table."""
     dsn = bench.fresh(name, migrate=False)
     conn = bench.connect(dsn)
     cur = conn.cursor()
     bench_bare.create_table(cur)
     bench_bare.fill(cur, [payload_bytes(i) for i in range(n)])
-    args = [sys.executable, str(SCRIPTS / "bare.py"), "drain", "--conn",
+    args = [sys.executable, str(HERE / "bare.py"), "drain", "--conn",
             json.dumps(connect_kwargs(dsn, dsn.database)), "--batch", str(batch), "--claim", claim]
     if isolation:
         args += ["--isolation", isolation]
@@ -289,9 +291,7 @@ def latency_run(bench: Bench, name: str, hint: bool, seconds: float, interval: f
         wait_drained(cur, workers, timeout=DEFAULTS.poll_interval * 3 + 10)
     finally:
         workers.stop()
-    latencies = [float(line) for line in record.read_text().split()]
-    if len(latencies) != sent:
-        raise RuntimeError(f"{name}: {sent} jobs sent, {len(latencies)} latencies recorded")
+    latencies = recorded_latencies(record, sent, name)
     conn.close()
     bench.drop(dsn.database)
     workers.log.unlink(missing_ok=True)
@@ -352,16 +352,14 @@ def remote_latency_run(bench: Bench, lab: RemoteLab, name: str, seconds: float, 
         workers.wait_registered(cur, 2)
         time.sleep(1.0)  # listeners bound, addresses recorded, first poll done: the workers are idle
         env = clean_env({"MYSQLQ_HINT_DIR": str(producer_hints)})
-        result = subprocess.run([*lab.hosts.enter("producer"), sys.executable, str(SCRIPTS / "producer.py"),
+        result = subprocess.run([*lab.hosts.enter("producer"), sys.executable, str(HERE / "producer.py"),
                                  dsn_url(dsn), str(seconds), str(interval)], env=env, capture_output=True, text=True,
                                 check=True)
         sent = int(result.stdout.strip())
         wait_drained(cur, workers, timeout=DEFAULTS.poll_interval * 3 + 10)
     finally:
         workers.stop()
-    latencies = [float(line) for line in record.read_text().split()]
-    if len(latencies) != sent:
-        raise RuntimeError(f"{name}: {sent} jobs sent, {len(latencies)} latencies recorded")
+    latencies = recorded_latencies(record, sent, name)
     cur.execute(f"DROP DATABASE `{database}`")
     conn.close()
     workers.log.unlink(missing_ok=True)
@@ -747,34 +745,10 @@ def recovery_run(bench: Bench, sizes: Sizes, check: bool, options: list[str], be
                       [json.dumps({"t": t0 - (base + i) * STRIDE}).encode() for i in range(n)])
             mysqlq.notify(settings, ["default"])
             victim = pick_victim(cur, workers, dsn.database, victim_kind)
-            wait_done(cur, since, n // 5)  # well into the drain, not at its first claim
+            wait_done(cur, n // 5, since=since, interval=0.01)  # well into the drain, not at its first claim
             held, killed_at = kill_holding(cur, workers, victim)
-            reclaimed = done = None
             held_list = sorted(held)
-            marks = ", ".join(["%s"] * len(held_list))
-            deadline = time.monotonic() + 120
-            while done is None:
-                cur.execute(f"SELECT SUM(worker <> %s), SUM(status = 'done' AND worker <> %s) FROM mysqlq_jobs"
-                            f" WHERE id IN ({marks})", (victim, victim, *held_list))
-                moved, finished = (int(x or 0) for x in cur.fetchone())
-                now = time.perf_counter()
-                if reclaimed is None and moved == len(held_list):
-                    reclaimed = now - killed_at
-                if finished == len(held_list):
-                    done = now - killed_at
-                if time.monotonic() > deadline:
-                    lines = workers.log.read_text(errors="replace").splitlines() if workers.log.exists() else []
-                    routine = ("job.done", "batch.claimed")
-                    note("\n".join([f"# {workers.log.name}, all but routine lines:",
-                                    *[line for line in lines if not any(r in line for r in routine)]]))
-                    cur.execute(f"SELECT id, status, worker, worker_id, batch_id, attempts, lease_until"
-                                f" FROM mysqlq_jobs"
-                                f" WHERE id IN ({marks}) LIMIT 5", tuple(held_list))
-                    note(f"# held jobs now: {cur.fetchall()}")
-                    cur.execute("SELECT id, name, pid, connection_id, heartbeat_at FROM mysqlq_workers")
-                    note(f"# registry: {cur.fetchall()}; victim {victim} pid {workers.procs[victim].pid}")
-                    raise RuntimeError(f"{name}: the killed worker's jobs were not re-run within 120 s")
-                time.sleep(0.02)
+            reclaimed, done = rerun_times(cur, workers, name, victim, held_list, killed_at)
             wait_drained(cur, workers, timeout=120)
             cur.execute("SELECT COUNT(*), SUM(status = 'done'), SUM(attempts > 1) FROM mysqlq_jobs WHERE id > %s",
                         (since,))
@@ -792,6 +766,46 @@ def recovery_run(bench: Bench, sizes: Sizes, check: bool, options: list[str], be
     workers.log.unlink(missing_ok=True)
 
 
+def rerun_times(cur: Any, workers: Workers, name: str, victim: str, held: list[int],
+                killed_at: float) -> tuple[float | None, float]:
+    """Seconds from the victim's kill until other workers had claimed every job it held, and until they
+    had done them all."""
+    marks = ", ".join(["%s"] * len(held))
+    moments: dict[str, float] = {}
+
+    def re_run() -> bool:
+        cur.execute(f"SELECT SUM(worker <> %s), SUM(status = 'done' AND worker <> %s) FROM mysqlq_jobs"
+                    f" WHERE id IN ({marks})", (victim, victim, *held))
+        moved, finished = (int(x or 0) for x in cur.fetchone())
+        now = time.perf_counter()
+        if "reclaimed" not in moments and moved == len(held):
+            moments["reclaimed"] = now - killed_at
+        if finished == len(held):
+            moments["done"] = now - killed_at
+        return "done" in moments
+
+    try:
+        wait_for(re_run, f"{name}: the killed worker's jobs to be re-run", 120, interval=0.02)
+    except TimedOut:
+        explain_stuck(cur, workers, victim, held)
+        raise
+    return moments.get("reclaimed"), moments["done"]
+
+
+def explain_stuck(cur: Any, workers: Workers, victim: str, held: list[int]) -> None:
+    """What the log, the held jobs and the registry say when a killed worker's jobs are not re-run."""
+    lines = workers.log.read_text(errors="replace").splitlines() if workers.log.exists() else []
+    routine = ("job.done", "batch.claimed")
+    note("\n".join([f"# {workers.log.name}, all but routine lines:",
+                    *[line for line in lines if not any(r in line for r in routine)]]))
+    marks = ", ".join(["%s"] * len(held))
+    cur.execute(f"SELECT id, status, worker, worker_id, batch_id, attempts, lease_until FROM mysqlq_jobs"
+                f" WHERE id IN ({marks}) LIMIT 5", tuple(held))
+    note(f"# held jobs now: {cur.fetchall()}")
+    cur.execute("SELECT id, name, pid, connection_id, heartbeat_at FROM mysqlq_workers")
+    note(f"# registry: {cur.fetchall()}; victim {victim} pid {workers.procs[victim].pid}")
+
+
 def executions(record: Any, base: int, n: int) -> list[int]:
     """How many times each job of this round ran, decoded from bench.latency's records."""
     counts: collections.Counter[int] = collections.Counter()
@@ -806,40 +820,27 @@ def server_uptime(cur: Any) -> float:
     return float(cur.fetchone()[1])
 
 
-def wait_done(cur: Any, since: int, count: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE id > %s AND status = 'done'", (since,))
-        if int(cur.fetchone()[0]) >= count:
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"fewer than {count} jobs done after {timeout:g} s")
-        time.sleep(0.01)
-
-
 def pick_victim(cur: Any, workers: Workers, database: str, kind: str) -> str:
     """The name of the live worker leading the reaper (``leader``) or of another live one."""
     live = {name for name, proc in workers.procs.items() if proc.poll() is None}
-    deadline = time.monotonic() + 30
-    while True:
+
+    def victim() -> str | None:
         cur.execute("""SELECT w.name FROM mysqlq_workers w JOIN mysqlq_leaders l ON l.worker_id = w.id
                         WHERE l.role = 'reaper' AND l.lease_until > NOW(6)""")
         row = cur.fetchone()
         leader = str(row[0]) if row else None
-        if leader in live:
-            if kind == "leader":
-                return leader
-            return sorted(live - {leader})[0]
-        if time.monotonic() > deadline:
-            raise RuntimeError("no reaper leader among the live workers after 30 s")
-        time.sleep(0.05)
+        if leader not in live:
+            return None
+        return leader if kind == "leader" else sorted(live - {leader})[0]
+
+    return wait_for(victim, "a reaper leader among the live workers", 30, interval=0.05)
 
 
 def kill_holding(cur: Any, workers: Workers, victim: str, timeout: float = 30.0) -> tuple[set[int], float]:
     """Freeze the victim until it is caught holding a claim, note the jobs it holds, then SIGKILL it."""
     pid = workers.procs[victim].pid
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def caught() -> tuple[set[int], float] | None:
         os.kill(pid, signal.SIGSTOP)
         # A statement the victim sent just before it stopped (its batch's final ack, say) still
         # completes on the server: let it land, or jobs read as "running" here end "done" by the
@@ -853,9 +854,11 @@ def kill_holding(cur: Any, workers: Workers, victim: str, timeout: float = 30.0)
             workers.procs[victim].wait()
             return held, killed_at
         os.kill(pid, signal.SIGCONT)
-        if time.monotonic() > deadline or not pending(cur):
+        if not pending(cur):
             raise RuntimeError(f"worker {victim} never held a claim")
-        time.sleep(0.005)
+        return None
+
+    return wait_for(caught, f"worker {victim} to be caught holding a claim", timeout, interval=0.005)
 
 
 # ---------------------------------------------------------------------------- strategies
@@ -931,15 +934,17 @@ def drain_waiting(bench: Bench, name: str, k: int, jobs: Sequence[bytes], handle
     fill_jobs(cur, len(jobs), handler=handler, payloads=jobs)
     started = time.perf_counter()
     workers = bench.workers(dsn, k, *options, tag=name)
-    rss = 0
+    rss = [0]  # the largest resident set seen (KiB)
+
+    def finished() -> bool:
+        if not pending(cur):
+            return True
+        workers.check_alive()
+        rss[0] = max([rss[0], *(rss_kib(pid) for pid in workers.pids)])
+        return False
+
     try:
-        deadline = time.monotonic() + max(120.0, len(jobs) / 5)
-        while pending(cur):
-            workers.check_alive()
-            rss = max([rss, *(rss_kib(pid) for pid in workers.pids)])
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{name}: jobs still pending")
-            time.sleep(0.01)
+        wait_for(finished, f"{name}: every job to be finished", max(120.0, len(jobs) / 5), interval=0.01)
         ended = time.perf_counter()
     finally:
         workers.stop()
@@ -953,7 +958,7 @@ def drain_waiting(bench: Bench, name: str, k: int, jobs: Sequence[bytes], handle
     conn.close()
     bench.drop(dsn.database)
     workers.log.unlink(missing_ok=True)
-    return WaitDrain(len(jobs), ended - started, span_us / 1e6, rss / 1024, per_worker)
+    return WaitDrain(len(jobs), ended - started, span_us / 1e6, rss[0] / 1024, per_worker)
 
 
 def w7(bench: Bench, sizes: Sizes, k: int = 2, seconds: float = 0.05) -> list[Figure]:

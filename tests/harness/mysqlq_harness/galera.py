@@ -32,13 +32,13 @@ import contextlib
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 
-from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB, _free_port, _mariadbd
+from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB, _mariadbd
+from mysqlq_harness.net import free_port
 
 __all__ = ["GaleraNode", "PrivateGalera"]
 
@@ -62,7 +62,7 @@ def _ports(path: pathlib.Path) -> dict[str, int]:
     if path.exists():
         return {key: int(value) for key, value in
                 (line.split("=", 1) for line in path.read_text().split() if "=" in line)}
-    ports = {"gcomm": _free_port(), "ist": _free_port(), "sst": _free_port()}
+    ports = {"gcomm": free_port(), "ist": free_port(), "sst": free_port()}
     path.write_text("".join(f"{key}={value}\n" for key, value in ports.items()))
     return ports
 
@@ -151,7 +151,7 @@ class GaleraNode(PrivateMariaDB):
     def start(self, timeout: float = 120) -> None:
         if not self.port_chosen():
             self.basedir.mkdir(parents=True, exist_ok=True)
-            (self.basedir / "port").write_text(f"{_free_port()}\n")
+            (self.basedir / "port").write_text(f"{free_port()}\n")
         super().start(timeout=timeout)
 
     def port_chosen(self) -> bool:
@@ -188,7 +188,7 @@ class PrivateGalera:
         for node in self.nodes:  # every node's ports exist before any option file names its peers
             node.basedir.mkdir(parents=True, exist_ok=True)
             if not node.port_chosen():
-                (node.basedir / "port").write_text(f"{_free_port()}\n")
+                (node.basedir / "port").write_text(f"{free_port()}\n")
             _ = node.ports
 
     def node(self, index: int) -> GaleraNode:
@@ -274,12 +274,6 @@ def _mark_safe_to_bootstrap(datadir: pathlib.Path) -> None:
         state.write_text(text.replace("safe_to_bootstrap: 0", "safe_to_bootstrap: 1"))
 
 
-def port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m mysqlq_harness.galera",
                                 description="A throwaway 3-node Galera cluster under DIR.")
@@ -310,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "restart":
             cluster.rejoin(args.n)
     except MariaDBError as e:
-        print(f"private_galera: error: {e.summary}", file=sys.stderr)
+        print(f"mysqlq_harness.galera: error: {e.summary}", file=sys.stderr)
         return 1
     return 0
 

@@ -15,7 +15,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from mysqlq_harness.lifecycle import StartStop
+from mysqlq_harness.lifecycle import StartStop, unshare_init
 from mysqlq_harness.systemd import PATH
 from mysqlq_harness.waiting import wait_for
 
@@ -69,11 +69,7 @@ class PrivateJournald(StartStop):
         assert self._proc is not None
         if self._proc.poll() is not None:
             raise RuntimeError(f"unshare exited with {self._proc.returncode}")
-        try:
-            children = Path(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children").read_text().split()
-        except OSError:
-            return 0
-        return int(children[0]) if children and Path(f"/proc/{self._proc.pid}/comm").read_text() == "unshare\n" else 0
+        return unshare_init(self._proc)
 
     def stop(self) -> None:
         if self.init_pid > 1:

@@ -46,6 +46,8 @@ from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Self
 
+from mysqlq_harness.net import free_port
+
 __all__ = ["MariaDBError", "PrivateMariaDB", "server_greets"]
 
 #: Unix socket paths are limited to 107 bytes (sun_path is 108 with the NUL).
@@ -99,13 +101,6 @@ def _mariadbd() -> str:
 
 def _install_db() -> str:
     return _find_binary("mariadb-install-db", "/usr/bin", "/usr/local/bin")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def server_greets(
@@ -314,7 +309,7 @@ class PrivateMariaDB:
             if not (self.datadir / "mysql").is_dir():
                 self._install()
             if not self._port_file.exists():
-                self._port_file.write_text(f"{_free_port()}\n")
+                self._port_file.write_text(f"{free_port()}\n")
             if len(os.fsencode(self.socket)) > _MAX_SOCKET_PATH:
                 raise MariaDBError(
                     f"socket path too long for a unix socket: {self.socket}"

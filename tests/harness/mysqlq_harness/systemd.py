@@ -15,6 +15,7 @@ its cgroups to empty, removes them, and :meth:`PrivateSystemd.leftovers` names a
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -24,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mysqlq_harness.lifecycle import StartStop
+from mysqlq_harness.lifecycle import StartStop, unshare_init
 from mysqlq_harness.waiting import wait_for
 
 SYSTEMD = Path("/lib/systemd/systemd")
@@ -181,14 +182,7 @@ class PrivateSystemd(StartStop):
         assert self._proc is not None
         if self._proc.poll() is not None:
             raise SystemdError(f"unshare exited with {self._proc.returncode}: {self.log_tail()}")
-        try:
-            children = Path(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children").read_text().split()
-        except OSError:
-            return 0
-        # Until its exec, the pid is still the enter shell's; the fork of unshare is the init.
-        if not children or Path(f"/proc/{self._proc.pid}/comm").read_text().strip() != "unshare":
-            return 0
-        return int(children[0])
+        return unshare_init(self._proc)  # the enter shell execs unshare
 
     def _running(self) -> bool:
         result = self.run("systemctl", "is-system-running", check=False)
@@ -214,7 +208,7 @@ class PrivateSystemd(StartStop):
         wait_for(lambda: not self._namespace_processes(), "the namespace's processes to exit", timeout)
         for cgroup in self.cgroups:
             if cgroup.exists():
-                wait_for(lambda cgroup=cgroup: not _cgroup_processes(cgroup), f"{cgroup} to empty", timeout)
+                wait_for(functools.partial(_cgroup_empty, cgroup), f"{cgroup} to empty", timeout)
                 _remove_cgroup(cgroup)
 
     # ------------------------------------------------------------------ inspection
@@ -275,6 +269,10 @@ class PrivateSystemd(StartStop):
         """Journal entries as JSON objects (journalctl inside the namespaces)."""
         out = self.run("journalctl", "--no-pager", "-o", "json", *args, check=False).stdout
         return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def _cgroup_empty(cgroup: Path) -> bool:
+    return not _cgroup_processes(cgroup)
 
 
 def _cgroup_processes(cgroup: Path) -> list[str]:
