@@ -42,7 +42,7 @@ def migrate_command(ctx: click.Context, create_database: bool) -> None:
         finally:
             server.close()
     db = Database(cfg.dsn, retry=CLI_RETRY)
-    applied = db.run(lambda cur: schema.migrate(cur, cfg.dsn.database))
+    applied = db.run(lambda cur: schema.migrate(cur, cfg.dsn.database, renew_on=lambda: connect(cfg.dsn)))
     if applied:
         click.echo(f"schema migrated to version {applied[-1]} (applied {', '.join(map(str, applied))})")
     else:

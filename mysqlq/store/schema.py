@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import secrets
@@ -12,7 +13,8 @@ import MySQLdb
 
 from mysqlq.core.errors import ConfigError, SchemaError
 from mysqlq.store import execute
-from mysqlq.store.db import Cursor, error_code
+from mysqlq.store.db import Connection, Cursor, error_code
+from mysqlq.store.migration_lease import LeaseRenewal
 from mysqlq.store.sql import migrations, query
 
 NO_SUCH_TABLE = 1146
@@ -66,38 +68,48 @@ def create_database(cur: Cursor, name: str) -> bool:
     return int(cur.execute(query("create_database").replace("{database}", quoted))) > 0
 
 
-def migrate(cur: Cursor, database: str, wait: float = MIGRATION_WAIT) -> list[int]:
+def migrate(cur: Cursor, database: str, wait: float = MIGRATION_WAIT,
+            renew_on: Callable[[], Connection] | None = None) -> list[int]:
     """Apply the migrations the database lacks, one process at a time; returns those applied.
 
     The lock is a lease row, so it holds across the nodes of a cluster; it is extended after each
-    statement, and one left by a crashed run lapses after MIGRATION_LEASE seconds. A schema newer
-    than this mysqlq knows is refused (SchemaError), as every other command does.
+    statement, and one left by a crashed run lapses after MIGRATION_LEASE seconds. With
+    ``renew_on`` (a way to open a second connection), it is also extended every quarter lease
+    while a statement runs, however long an index build takes. A schema newer than this mysqlq
+    knows is refused (SchemaError), as every other command does.
     """
     holder = secrets.token_hex(16)
     execute(cur, "create_version_table")
     execute(cur, "create_migration_lock_table")
     execute(cur, "add_migration_lock")
     _take_lock(cur, holder, wait)
+    renewal = (LeaseRenewal(renew_on, holder, MIGRATION_LEASE, MIGRATION_LEASE / 4) if renew_on
+               else contextlib.nullcontext())
     try:
-        current = applied_version(cur)
-        if current > latest_version():
-            raise SchemaError(f"the schema is at version {current}, newer than this mysqlq knows "
-                              f"({latest_version()}): upgrade mysqlq")
-        applied = []
-        for version, statements in migrations():
-            if version <= current:
-                continue
-            for statement in statements:
-                if statement.startswith(IN_ID_RANGES):
-                    _in_id_ranges(cur, statement, lambda: _extend_lock(cur, holder))
-                else:
-                    cur.execute(statement)
-                _extend_lock(cur, holder)
-            execute(cur, "record_version", {"version": version})
-            applied.append(version)
-        return applied
+        with renewal:  # stopped before the release below, so that it cannot take the lock again
+            return _apply(cur, holder)
     finally:
         execute(cur, "release_migration_lock", {"holder": holder})
+
+
+def _apply(cur: Cursor, holder: str) -> list[int]:
+    current = applied_version(cur)
+    if current > latest_version():
+        raise SchemaError(f"the schema is at version {current}, newer than this mysqlq knows "
+                          f"({latest_version()}): upgrade mysqlq")
+    applied = []
+    for version, statements in migrations():
+        if version <= current:
+            continue
+        for statement in statements:
+            if statement.startswith(IN_ID_RANGES):
+                _in_id_ranges(cur, statement, lambda: _extend_lock(cur, holder))
+            else:
+                cur.execute(statement)
+            _extend_lock(cur, holder)
+        execute(cur, "record_version", {"version": version})
+        applied.append(version)
+    return applied
 
 
 def _in_id_ranges(cur: Cursor, statement: str, progress: Callable[[], object]) -> int:
