@@ -184,8 +184,23 @@ def test_the_dashboards_own_statements_read_no_history(big: Connection) -> None:
     for filters in [{"queue": None, "status": "dead"}, {"queue": "hot", "status": "ready"},
                     {"queue": None, "status": "ready"}, {"queue": "hot", "status": None}]:
         for before in (None, 2**HISTORY_DOUBLINGS + 2 * READY):
-            params = {**filters, "handler": None, "before": before, "limit": 51}
+            params = {**filters, "handler": None, "before": before, "limit": 50}
 
             def page(cur: Any, params: dict[str, Any] = params) -> Any:
-                return web_store.list_jobs(cur, **params)
+                return web_store.jobs_page(cur, **params)
             assert reads_of_cursor(big, page) <= 2 * READY + 51 + 2, (filters, before)
+    # A filter no index orders (a rare handler; a queue without jobs) reads one window of history,
+    # and the page links on to the next window.
+    for filters in [{"queue": None, "status": None, "handler": "test.rare"},
+                    {"queue": "nosuch", "status": None, "handler": None},
+                    {"queue": "nosuch", "status": "done", "handler": None}]:
+        pages: list[Any] = []
+
+        def rare(cur: Any, filters: dict[str, Any] = filters, pages: list[Any] = pages) -> Any:
+            pages.append(web_store.jobs_page(cur, **filters, before=None, limit=50))
+        assert reads_of_cursor(big, rare) <= web_store.PAGE_WINDOW + 20, filters
+        [found] = pages
+        with big.cursor() as cur:
+            cur.execute("SELECT MAX(id) FROM mysqlq_jobs")
+            newest = int(cur.fetchone()[0])
+        assert found.rows == [] and found.searched_down_to == newest + 1 - web_store.PAGE_WINDOW, filters

@@ -235,12 +235,32 @@ def test_jobs_list_reads_about_as_many_rows_as_it_shows(big: Connection) -> None
         assert reads_of(big, listing) <= pages * 2 * LIMIT + 20, filters
 
 
+def test_a_handler_filter_reads_a_window_of_history_however_rare_the_handler(big: Connection) -> None:
+    rows = 2**HISTORY_DOUBLINGS + 2 * READY + DEAD + SCHEDULED + RECENT
+    for status in (None, "done"):
+        for queue in (None, "hot"):
+            found: list[list[dict[str, Any]]] = []
+
+            def listing(cur: Cursor, status: str | None = status, queue: str | None = queue,
+                        found: list[list[dict[str, Any]]] = found) -> None:
+                found.append(ops.list_jobs(cur, queue=queue, status=status, handler="test.rare", limit=LIMIT))
+            reads = reads_of(big, listing)
+            assert found == [[]]
+            assert reads <= ops.HISTORY_WINDOW + 20 and reads < rows / 2, (status, queue, reads)
+    # A common handler fills its page at once: the live jobs above the newest done ones, then a page.
+    common = reads_of(big, lambda cur: ops.list_jobs(cur, queue=None, status="done", handler="test.record",
+                                                     limit=LIMIT))
+    assert common <= 2 * READY + DEAD + SCHEDULED + RECENT + 2 * LIMIT + 20
+
+
 OPERATIONS: dict[str, Callable[[Cursor], Any]] = {
     "mysqlq stats": stats.queue_stats,
     "jobs list": lambda cur: ops.list_jobs(cur, queue=None, status=None, handler=None, limit=LIMIT),
     "jobs list --status done": lambda cur: ops.list_jobs(cur, queue=None, status="done", handler=None, limit=LIMIT),
     "jobs list --status dead": lambda cur: ops.list_jobs(cur, queue=None, status="dead", handler=None, limit=LIMIT),
     "jobs list --queue nosuch": lambda cur: ops.list_jobs(cur, queue="nosuch", status=None, handler=None, limit=LIMIT),
+    "jobs list --handler H": lambda cur: ops.list_jobs(cur, queue=None, status=None, handler="test.record",
+                                                       limit=LIMIT),
     "dashboard queues": lambda cur: web.live_counts(cur, web.queue_names(cur)),
     "dashboard chart": lambda cur: web.finished_per_minute(cur, 60),
     "finished counter": lambda cur: web.finished_between(cur, ops.cutoff(cur, 60), ops.cutoff(cur, -1)),

@@ -75,3 +75,26 @@ def test_a_bad_bind_or_a_taken_port_is_one_line(qdb: QueueDB) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         assert_one_line_error(qdb.cli("web", "--bind", f"127.0.0.1:{port}"), "cannot listen on 127.0.0.1:")
+
+
+def test_a_rare_filter_pages_through_history_a_window_at_a_time(qdb: QueueDB, monkeypatch: Any) -> None:
+    from mysqlq.store import web as web_store
+
+    monkeypatch.setattr(web_store, "PAGE_WINDOW", 30)
+    with qdb.producer() as producer:
+        import mysqlq
+
+        rare = producer.enqueue("test.record", queue="rare")
+        producer.enqueue_many([mysqlq.Job("test.record", {}, queue="common") for _ in range(100)])
+    web = client(qdb)
+    first = web.get("/jobs?queue=rare").get_data(as_text=True)
+    assert "No jobs match among the newest jobs." in first and f"/jobs/{rare}" not in first
+    # Older pages go on below the window searched, until the rare job shows.
+    page, seen = first, 1
+    while f'href="/jobs/{rare}"' not in page:
+        older = re.search(r'href="([^"]+)" rel="next"', page)
+        assert older, page
+        page = web.get(older.group(1).replace("&amp;", "&")).get_data(as_text=True)
+        seen += 1
+    assert seen == 4  # 101 jobs, 30 ids a page
+    assert 'rel="next"' not in page  # the window reached the first job: nothing older

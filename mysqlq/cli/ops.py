@@ -132,7 +132,8 @@ def jobs() -> None:
 @click.option("--status", metavar="STATUS", envvar="MYSQLQ_JOBS_STATUS", show_envvar=True,
               help=f"Only jobs with this status ({', '.join(STATUSES)}).")
 @click.option("--handler", metavar="NAME", envvar="MYSQLQ_JOBS_HANDLER", show_envvar=True,
-              help="Only jobs naming this handler.")
+              help=f"Only jobs naming this handler (of the newest {store.HISTORY_WINDOW:,} jobs, unless "
+                   "--status is one other than done).")
 @click.option("--limit", metavar="N", envvar="MYSQLQ_JOBS_LIMIT", show_envvar=True, default=str(DEFAULT_LIMIT),
               help="How many jobs to show at most.")
 @click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_JOBS_JSON", show_envvar=True, help="Print JSON.")
@@ -144,6 +145,9 @@ def list_command(ctx: click.Context, queue: str | None, status: str | None, hand
                    limit=parse_limit(limit))
     _, db = _database(ctx)
     rows = db.run(unit)
+    if handler is not None and status in (None, "done") and len(rows) < parse_limit(limit):
+        click.echo(f"note: --handler looks through the newest {store.HISTORY_WINDOW:,} jobs "
+                   "(with another --status, the whole of that status)", err=True)
     if as_json:
         click.echo(json.dumps([{key: _iso(value) for key, value in row.items()} for row in rows], indent=2))
         return

@@ -16,6 +16,38 @@ from mysqlq.store.db import Cursor, transaction
 START = dt.datetime(1000, 1, 1)
 # Statuses whose rows are found by (status, queue) in mysqlq_jobs_state: all but running.
 NOT_RUNNING = ("ready", "scheduled", "blocked", "done", "dead", "cancelled")
+# A filter no index orders (a handler; on the dashboard, a queue over every status) is looked for in
+# the newest HISTORY_WINDOW job ids only, HISTORY_STEP ids per statement: a listing reads a bounded
+# number of rows however long the history and however rare the match.
+HISTORY_WINDOW = 100_000
+HISTORY_STEP = 10_000
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """Jobs found in a window of history, newest first, and the lowest id searched (0: all of it)."""
+
+    rows: list[dict[str, Any]]
+    searched_down_to: int
+
+
+def in_history(cur: Cursor, statement: str, filters: dict[str, Any], *, before: int | None,
+               limit: int, window: int = HISTORY_WINDOW) -> HistoryPage:
+    """Up to ``limit`` jobs matching ``filters`` with ids below ``before`` (None: any), looked for in the
+    ``window`` ids below it, newest first, by ``statement`` (one taking %(low)s and %(high)s)."""
+    if before is None:
+        execute(cur, "newest_job_id")
+        row = cur.fetchone()
+        before = int(row[0]) + 1 if row else 1
+    high, floor = before, max(1, before - window)
+    rows: list[dict[str, Any]] = []
+    while high > floor and len(rows) < limit:
+        low = max(floor, high - HISTORY_STEP)
+        execute(cur, statement, {**filters, "low": low, "high": high, "limit": limit - len(rows)})
+        found = _rows(cur)
+        rows += found
+        high = found[-1]["id"] if len(rows) >= limit else low
+    return HistoryPage(rows, 0 if high <= 1 else high)
 
 
 def _rows(cur: Cursor) -> list[dict[str, Any]]:
@@ -27,8 +59,12 @@ def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: st
               limit: int) -> list[dict[str, Any]]:
     """Jobs newest first. Of one status, on mysqlq_jobs_state: running jobs from their own range, the
     others queue by queue (each queue's newest, merged), so a status reads no more than
-    ``limit`` rows per queue however long the history is; of one queue, every status so, merged."""
+    ``limit`` rows per queue however long the history is; of one queue, every status so, merged.
+    Of a handler, done or of any status: those among the newest HISTORY_WINDOW jobs."""
     params = {"queue": queue, "handler": handler, "limit": limit}
+    if handler is not None and status in (None, "done"):  # no index orders jobs by handler
+        return in_history(cur, "list_jobs_between", {"queue": queue, "status": status, "handler": handler},
+                          before=None, limit=limit).rows
     if status is None and queue is not None:
         # One queue, every status: each status's own range of the index, merged (a walk of the
         # primary key would read on through the whole history of other queues to fill a page).

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Any
 
 from mysqlq.store import execute, execute_in
 from mysqlq.store import ops as ops_store
@@ -63,14 +62,24 @@ def finished_per_minute(cur: Cursor, minutes: int) -> list[tuple[str, str, int, 
     return [(str(q), str(s), int(ago), int(n)) for q, s, ago, n in cur.fetchall()]
 
 
-def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None, before: int | None,
-              limit: int) -> list[dict[str, Any]]:
-    """A page of jobs, newest first, with ids below ``before``."""
+# Job ids a page filtered by queue or handler looks through (its "older" link goes on from there).
+PAGE_WINDOW = 20_000
+
+
+def jobs_page(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None, before: int | None,
+              limit: int) -> ops_store.HistoryPage:
+    """A page of jobs, newest first, with ids below ``before``, and where the next page starts (0: none).
+    Of a queue or handler over every status or done ones, those found in a window of recent history."""
+    filters = {"queue": queue, "status": status, "handler": handler}
+    if status in (None, "done") and (queue is not None or handler is not None):
+        return ops_store.in_history(cur, "web_list_jobs_between", filters, before=before, limit=limit,
+                                    window=PAGE_WINDOW)
     name = {None: "web_list_jobs", "done": "web_list_jobs", "running": "web_list_running_jobs"}.get(
         status, "web_list_jobs_in_state")
-    execute(cur, name, {"queue": queue, "status": status, "handler": handler, "before": before, "limit": limit})
+    execute(cur, name, {**filters, "before": before, "limit": limit + 1})
     names = [d[0] for d in cur.description or ()]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return ops_store.HistoryPage(rows[:limit], rows[limit - 1]["id"] if len(rows) > limit else 0)
 
 
 def running_jobs(cur: Cursor, limit: int) -> dict[int, list[tuple[int, str, str]]]:

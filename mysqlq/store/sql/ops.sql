@@ -25,6 +25,22 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, bat
    AND (%(handler)s IS NULL OR handler = %(handler)s)
  ORDER BY finished_at DESC, id DESC LIMIT %(limit)s;
 
+-- name: list_jobs_between
+-- Jobs with ids in [low, high), newest first, optionally of one queue, status and handler (NULL:
+-- any): a range of the primary key, so it reads at most high - low rows however rare a match is.
+SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
+       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+  FROM mysqlq_jobs
+ WHERE id >= %(low)s AND id < %(high)s
+   AND (%(queue)s IS NULL OR queue = %(queue)s)
+   AND (%(status)s IS NULL OR status = %(status)s)
+   AND (%(handler)s IS NULL OR handler = %(handler)s)
+ ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: newest_job_id
+-- The largest job id (0 without jobs): the end of the primary key.
+SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs;
+
 -- name: list_running_jobs
 -- Running jobs, newest first, optionally of one queue and handler: the running rows only.
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,

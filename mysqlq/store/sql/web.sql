@@ -24,15 +24,25 @@ SELECT queue, status, TIMESTAMPDIFF(MINUTE, finished_at, NOW(6)) AS minutes_ago,
  GROUP BY queue, status, minutes_ago;
 
 -- name: web_list_jobs
--- One page of jobs, newest first, below an id (NULL: from the newest), optionally filtered: a walk
--- of the primary key from the end (for all statuses, and for done jobs, the dense part of history).
+-- One page of jobs, newest first, below an id (NULL: from the newest), of any status or done ones
+-- (the dense part of history): a walk of the primary key from the end, limit rows.
 SELECT id, queue, handler, status, attempts, max_attempts, worker, enqueued_at, finished_at,
        LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
   FROM mysqlq_jobs
- WHERE (%(queue)s IS NULL OR queue = %(queue)s)
+ WHERE (%(status)s IS NULL OR status = %(status)s)
+   AND (%(before)s IS NULL OR id < %(before)s)
+ ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: web_list_jobs_between
+-- The same page among the jobs with ids in [low, high) (a filter no index orders: the dashboard looks
+-- for it in a window of recent history, a range of the primary key at a time).
+SELECT id, queue, handler, status, attempts, max_attempts, worker, enqueued_at, finished_at,
+       LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+  FROM mysqlq_jobs
+ WHERE id >= %(low)s AND id < %(high)s
+   AND (%(queue)s IS NULL OR queue = %(queue)s)
    AND (%(status)s IS NULL OR status = %(status)s)
    AND (%(handler)s IS NULL OR handler = %(handler)s)
-   AND (%(before)s IS NULL OR id < %(before)s)
  ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: web_list_jobs_in_state

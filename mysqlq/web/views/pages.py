@@ -58,12 +58,12 @@ def jobs() -> str:
     page_size = state.web.page_size
     filters = _job_filters()
     before = job_id_or_none(request.args.get("before"))
-    rows = state.run(lambda cur: web_store.list_jobs(cur, **filters, before=before, limit=page_size + 1))
-    more = len(rows) > page_size
-    rows = rows[:page_size]
+    page = state.run(lambda cur: web_store.jobs_page(cur, **filters, before=before, limit=page_size))
     given: dict[str, Any] = {key: value for key, value in filters.items() if value}
-    older = url_for("jobs", **given, before=rows[-1]["id"]) if more else None
-    return render_template("jobs.html", rows=rows, filters=given, statuses=STATUSES, older=older,
+    older = url_for("jobs", **given, before=page.searched_down_to) if page.searched_down_to else None
+    searched = page.searched_down_to if older and len(page.rows) < page_size else None
+    return render_template("jobs.html", rows=page.rows, filters=given, statuses=STATUSES, older=older,
+                           searched=searched,
                            newest=url_for("jobs", **given) if before else None,
                            queues=state.run(web_store.queue_names))
 
