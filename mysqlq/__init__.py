@@ -11,10 +11,11 @@ from mysqlq.core.errors import (
     JobCancelled,
     MysqlqError,
     NotFound,
+    ResultNotStored,
     SchemaError,
 )
 from mysqlq.core.handlers import handler
-from mysqlq.core.jobs import Job
+from mysqlq.core.jobs import Job, JobState
 from mysqlq.hint import notify
 from mysqlq.producer.enqueue import Producer
 from mysqlq.producer.outbox import Transaction, enqueue_on
@@ -29,9 +30,11 @@ __all__ = [
     "Job",
     "JobCancelled",
     "JobContext",
+    "JobState",
     "MysqlqError",
     "NotFound",
     "Producer",
+    "ResultNotStored",
     "SchemaError",
     "Settings",
     "Transaction",

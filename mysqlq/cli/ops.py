@@ -166,7 +166,7 @@ def list_command(ctx: click.Context, queue: str | None, status: str | None, hand
 @click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_JOBS_JSON", show_envvar=True, help="Print JSON.")
 @click.pass_context
 def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
-    """Show one job: payload, status, attempts, times, worker, batch, last error with its traceback."""
+    """Show one job: payload, status, attempts, times, worker, batch, result, last error with its traceback."""
     if job_id is None:
         raise ConfigError("give the id of the job to show")
     (wanted,) = parse_ids([job_id])
@@ -174,9 +174,10 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
     row = db.run(lambda cur: store.get_job(cur, wanted))
     if row is None:
         raise NotFound(f"no job with id {wanted}")
-    payload = _payload(row.pop("payload"))
+    payload, result = _payload(row.pop("payload")), _payload(row.pop("result"))
     if as_json:
-        click.echo(json.dumps({**{key: _iso(value) for key, value in row.items()}, "payload": payload}, indent=2))
+        click.echo(json.dumps({**{key: _iso(value) for key, value in row.items()}, "payload": payload,
+                               "result": result}, indent=2))
         return
     worker = "-" if row["worker"] is None else f"{row['worker']} (registry id {row['worker_id']})"
     time_limit = "the worker's default" if row["time_limit"] is None else f"{row['time_limit']}s"
@@ -201,6 +202,12 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
     lines.append("payload:")
     body = json.dumps(payload, indent=2, ensure_ascii=False) if not isinstance(payload, str) else payload
     lines += [("  " + line).rstrip() for line in body.splitlines()]
+    if result is None:
+        lines.append("result: -")
+    else:
+        lines.append("result:")
+        shown = json.dumps(result, indent=2, ensure_ascii=False) if not isinstance(result, str) else result
+        lines += [("  " + line).rstrip() for line in shown.splitlines()]
     lines.append("last error:" + ("" if row["last_error"] else " -"))
     lines += [("  " + line).rstrip() for line in (row["last_error"] or "").splitlines()]
     click.echo("\n".join(lines))

@@ -54,6 +54,10 @@ def _instance_name() -> str:
               "(0: one write per job).")
 @click.option("--time-limit", envvar="MYSQLQ_TIME_LIMIT", show_envvar=True, type=click.FloatRange(min=0.001),
               default=300.0, help="Default seconds a job may run before it counts as failed.")
+@click.option("--result-max-bytes", envvar="MYSQLQ_RESULT_MAX_BYTES", show_envvar=True,
+              type=click.IntRange(1, 16 * 1024 * 1024 - 1), default=64 * 1024,
+              help="The largest return value stored as a job's result, in bytes of JSON; a larger one fails "
+              "the job.")
 @click.option("--lease", envvar="MYSQLQ_LEASE", show_envvar=True, type=click.FloatRange(min=1), default=60.0,
               help="Seconds a claim lasts without heartbeats before others may take it over.")
 @click.option("--heartbeat-interval", envvar="MYSQLQ_HEARTBEAT_INTERVAL", show_envvar=True,

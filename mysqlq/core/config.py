@@ -132,6 +132,7 @@ class Settings:
     retry_base: float = 2.0
     retry_cap: float = 3600.0
     max_payload_bytes: int = 1024 * 1024
+    result_max_bytes: int = 64 * 1024  # the largest handler return value stored, as JSON
     hint_dir: str | None = None
     hint: bool = True
     hint_bind: str = "auto"  # where a worker takes network hints: auto, off, or ADDR[:PORT]
@@ -162,6 +163,7 @@ class Settings:
             "time_limit": self.time_limit,
             "max_attempts": self.max_attempts,
             "max_payload_bytes": self.max_payload_bytes,
+            "result_max_bytes": self.result_max_bytes,
         }
         for name, value in positive.items():
             if value <= 0:

@@ -46,6 +46,11 @@ class HandlerLoadError(MysqlqError):
     """An entry point exists but importing its target failed."""
 
 
+class ResultNotStored(MysqlqError):
+    """A handler returned what cannot be stored as its job's result (not JSON, or over the size limit):
+    the job fails with this error, like a handler that raised it."""
+
+
 class JobTimeout(BaseException):
     """Raised inside a handler that ran past its time limit.
 

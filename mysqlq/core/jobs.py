@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mysqlq.core.config import Settings, check_name
-from mysqlq.core.errors import InvalidJob
+from mysqlq.core.errors import InvalidJob, ResultNotStored
 
 # 'blocked': a job whose concurrency key has no free slot (mysqlq.worker.limits); last, as in the schema's ENUM.
 STATUSES = ("ready", "scheduled", "running", "done", "dead", "cancelled", "blocked")
@@ -114,6 +114,23 @@ def encode_payload(payload: Any, limit: int) -> bytes:
     return data
 
 
+def encode_result(value: Any, limit: int) -> bytes | None:
+    """A handler's return value as its job's stored result: None (nothing stored, nothing written)
+    for None; JSON up to ``limit`` bytes; else ResultNotStored saying why."""
+    if value is None:
+        return None
+    try:
+        data = _ENCODER.encode(value).encode()
+    except (TypeError, ValueError) as exc:
+        raise ResultNotStored(f"the handler's return value cannot be stored as JSON: {exc}") from None
+    except RecursionError:
+        raise ResultNotStored("the handler's return value is nested too deeply to be stored as JSON") from None
+    if len(data) > limit:
+        raise ResultNotStored(f"the handler's return value is {len(data)} bytes as JSON; the limit is {limit} "
+                              "(--result-max-bytes)")
+    return data
+
+
 def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
@@ -144,6 +161,40 @@ def utc_naive(moment: datetime) -> datetime:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment
+
+
+@dataclass(frozen=True)
+class JobState:
+    """Where a job stands, as :meth:`mysqlq.Producer.job` reads it: its status, attempts and times
+    (UTC), the worker that ran it last, its last error (a summary line, then the traceback) and,
+    once done, what its handler returned (``result``, decoded from the stored JSON)."""
+
+    id: int
+    queue: str
+    handler: str
+    status: str
+    priority: int
+    attempts: int
+    max_attempts: int
+    worker: str | None
+    enqueued_at: datetime
+    run_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    result_json: bytes | None  # the stored JSON; None when the handler returned nothing
+    payload_json: bytes = b"null"  # the job's payload as stored
+    dedupe_key: str | None = None
+
+    @property
+    def payload(self) -> Any:
+        """The job's payload, decoded."""
+        return loads_strict(self.payload_json)
+
+    @property
+    def result(self) -> Any:
+        """The handler's return value (None when it returned nothing, or has not finished)."""
+        return None if self.result_json is None else loads_strict(self.result_json)
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from typing import Any
 from mysqlq import hint
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
-from mysqlq.core.jobs import Job
+from mysqlq.core.jobs import Job, JobState
 from mysqlq.producer.aio import AsyncTransaction, atransaction
 from mysqlq.producer.offload import Offload
 from mysqlq.producer.outbox import Transaction
@@ -131,6 +131,15 @@ class Producer:
                     progress(sent)
         return total
 
+    def job(self, job_id: int | None = None, *, dedupe_key: str | None = None) -> JobState | None:
+        """Where job ``job_id`` (or the job holding ``dedupe_key``) stands: status, attempts, times,
+        last error and, once done, the value its handler returned (``.result``). None when there is
+        no such job (or it was purged)."""
+        if (job_id is None) == (dedupe_key is None):
+            raise InvalidJob("give a job id or a dedupe key, not both")
+        with self.pool.database() as db:
+            return db.run(lambda cur: store.job_state(cur, job_id, dedupe_key))
+
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """A transaction on the producer's connection: your statements and enqueues commit together.
@@ -154,6 +163,10 @@ class Producer:
     async def aenqueue_many(self, jobs: Iterable[Job], progress: Callable[[int], object] | None = None) -> int:
         """Like :meth:`enqueue_many`, without blocking the event loop (``progress`` is called on a thread)."""
         return await self.offload.call(self.enqueue_many, list(jobs), progress)
+
+    async def ajob(self, job_id: int | None = None, *, dedupe_key: str | None = None) -> JobState | None:
+        """Like :meth:`job`, without blocking the event loop."""
+        return await self.offload.call(partial(self.job, job_id, dedupe_key=dedupe_key))
 
     def atransaction(self) -> AbstractAsyncContextManager[AsyncTransaction]:
         """``async with producer.atransaction() as tx``: ``await tx.aenqueue(…)`` and ``await tx.run(fn)``

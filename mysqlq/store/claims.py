@@ -84,8 +84,11 @@ def complete_batch(cur: Cursor, batch_id: int) -> int:
     return execute(cur, "complete_batch", {"batch_id": batch_id})
 
 
-def complete_one(cur: Cursor, batch_id: int, job_id: int) -> int:
-    return execute(cur, "complete_job", {"id": job_id, "batch_id": batch_id})
+def complete_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None) -> int:
+    """One job done (with the JSON its handler returned, if any); 0 if its claim was taken over."""
+    if result is None:
+        return execute(cur, "complete_job", {"id": job_id, "batch_id": batch_id})
+    return execute(cur, "complete_job_with_result", {"id": job_id, "batch_id": batch_id, "result": result})
 
 
 def retry(cur: Cursor, batch_id: int, job_id: int, delay: float, error: str) -> int:

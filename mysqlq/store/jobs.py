@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
+from mysqlq.core.jobs import JobState
 from mysqlq.store.db import Connection, Cursor
 from mysqlq.store.sql import query
 
@@ -141,3 +142,19 @@ def bulk_insert(cur: Cursor, renderer: RowRenderer) -> Iterator[BulkInsert]:
         with contextlib.suppress(Exception):
             bulk.wait()
         raise
+
+
+def job_state(cur: Cursor, job_id: int | None = None, dedupe_key: str | None = None) -> JobState | None:
+    """Where one job stands, by id or by the dedupe key it holds (None: no such job, or purged)."""
+    if dedupe_key is not None:
+        cur.execute(query("job_state_by_key"), {"key": dedupe_key})
+    else:
+        cur.execute(query("job_state"), {"id": job_id})
+    row = cur.fetchone()
+    if row is None:
+        return None
+    (id_, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
+     finished_at, error, result, payload, key) = row
+    return JobState(int(id_), str(queue), str(handler), str(status), int(priority), int(attempts),
+                    int(max_attempts), worker, enqueued_at, run_at, started_at, finished_at, error,
+                    None if result is None else bytes(result), bytes(payload), key)

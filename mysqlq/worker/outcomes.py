@@ -24,6 +24,7 @@ class Outcome:
     duration: float
     error: str | None = None
     recorded: bool = False  # a transactional handler's completion was already committed
+    result: bytes | None = None  # what a done job's handler returned, as JSON (None: nothing)
 
 
 def backoff(attempt: int, settings: Settings) -> float:
@@ -45,6 +46,7 @@ class OutcomeBuffer:
     batch_id: int
     settings: Settings
     done: list[int] = field(default_factory=list)
+    with_result: list[tuple[int, bytes]] = field(default_factory=list)  # done, each written with its result
     failed: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)
     written: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)  # in order, for the log
     first_at: float | None = None
@@ -57,7 +59,10 @@ class OutcomeBuffer:
         if self.first_at is None:
             self.first_at = time.monotonic()
         if outcome.kind == "done":
-            self.done.append(job.id)
+            if outcome.result is None:
+                self.done.append(job.id)
+            else:
+                self.with_result.append((job.id, outcome.result))
         else:
             self.failed.append((job, outcome))
 
@@ -71,9 +76,13 @@ class OutcomeBuffer:
         ``final``: every other job of the batch has been written, failed or released already, so
         the successes are exactly the batch's rows still running: one cheaper statement, no id list.
         """
-        done, failed, entries = self.done, self.failed, self.written
-        self.done, self.failed, self.written, self.first_at, self.next_retry = [], [], [], None, None
+        done, with_result, failed, entries = self.done, self.with_result, self.failed, self.written
+        self.done, self.with_result, self.failed, self.written = [], [], [], []
+        self.first_at, self.next_retry = None, None
         lost: set[int] = {job.id for job, outcome in entries if outcome.kind == "lost"}
+        for job_id, result in with_result:  # before the batch's completion below, which takes the rest
+            if not db.run(partial(claims.complete_one, batch_id=self.batch_id, job_id=job_id, result=result)):
+                lost.add(job_id)
         for job, outcome in failed:
             error = (outcome.error or "")[-MAX_ERROR_CHARS:]
             if outcome.kind == "failed" and job.attempt < job.max_attempts:

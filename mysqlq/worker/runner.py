@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mysqlq.core.config import Settings
-from mysqlq.core.errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout
+from mysqlq.core.errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout, ResultNotStored
 from mysqlq.core.handlers import Registry, declared_time_limit, is_transactional
-from mysqlq.core.jobs import ClaimedJob, decode_payload
+from mysqlq.core.jobs import ClaimedJob, decode_payload, encode_result
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, is_transient, transaction
 from mysqlq.worker.cancels import Cancels
@@ -122,10 +122,10 @@ class Runner:
                 if prepared.transactional:
                     assert conn is not None
                     with transaction(conn):
-                        prepared.func(prepared.payload, ctx)
-                        complete(conn, batch_id, prepared)
+                        value = prepared.func(prepared.payload, ctx)
+                        complete(conn, batch_id, prepared, self._result(value))
                     return Outcome("done", time.monotonic() - prepared.started, recorded=True)
-                prepared.func(prepared.payload, ctx)
+                value = prepared.func(prepared.payload, ctx)
             finally:
                 if alarm:
                     self.alarm.disarm()
@@ -135,7 +135,7 @@ class Runner:
             return claim_lost(prepared)
         except JOB_FAILURES as exc:
             return self._failure(exc, prepared)
-        return Outcome("done", time.monotonic() - prepared.started)
+        return self._done(prepared, value)
 
     async def run_async(self, prepared: Prepared, batch_id: int, conn: Connection | None) -> Outcome:
         """Await an ``async def`` handler, cancelled at its time limit (or when its job is cancelled)."""
@@ -147,17 +147,30 @@ class Runner:
             if prepared.transactional:
                 assert conn is not None
                 with transaction(conn):
-                    await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
-                    complete(conn, batch_id, prepared)
+                    value = await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
+                    complete(conn, batch_id, prepared, self._result(value))
                 return Outcome("done", time.monotonic() - prepared.started, recorded=True)
-            await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
+            value = await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
         except TimeoutError:
             return timed_out(prepared.limit, prepared.started)
         except ClaimLost:
             return claim_lost(prepared)
         except (*JOB_FAILURES, asyncio.CancelledError) as exc:
             return self._failure(exc, prepared)
-        return Outcome("done", time.monotonic() - prepared.started)
+        return self._done(prepared, value)
+
+    def _result(self, value: Any) -> bytes | None:
+        """The stored form of a handler's return value (ResultNotStored fails the job)."""
+        return None if value is None else encode_result(value, self.settings.result_max_bytes)
+
+    def _done(self, prepared: Prepared, value: Any) -> Outcome:
+        if value is None:  # most handlers: nothing to store, nothing more to write
+            return Outcome("done", time.monotonic() - prepared.started)
+        try:
+            result = encode_result(value, self.settings.result_max_bytes)
+        except ResultNotStored as exc:
+            return self._failure(exc, prepared)
+        return Outcome("done", time.monotonic() - prepared.started, result=result)
 
     def _failure(self, exc: BaseException, prepared: Prepared) -> Outcome:
         duration = time.monotonic() - prepared.started
@@ -184,10 +197,11 @@ class ClaimLost(Exception):
     """A transactional handler's completion found the claim taken over: its effect is rolled back."""
 
 
-def complete(conn: Connection, batch_id: int, prepared: Prepared) -> None:
-    """Inside the handler's transaction: the fenced completion, so that both commit or neither does."""
+def complete(conn: Connection, batch_id: int, prepared: Prepared, result: bytes | None) -> None:
+    """Inside the handler's transaction: the fenced completion (with the result), so that both commit
+    or neither does."""
     with conn.cursor() as cur:
-        if claims.complete_one(cur, batch_id, prepared.job.id) != 1:
+        if claims.complete_one(cur, batch_id, prepared.job.id, result) != 1:
             raise ClaimLost()
 
 

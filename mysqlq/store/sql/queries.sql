@@ -201,6 +201,25 @@ UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
+-- name: job_state
+-- Where one job stands, for the producer's job() (its result included).
+SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
+       finished_at, last_error, result, payload, dedupe_key
+  FROM mysqlq_jobs WHERE id = %(id)s;
+
+-- name: job_state_by_key
+-- The same for the job holding a dedupe key (one row of the unique index).
+SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
+       finished_at, last_error, result, payload, dedupe_key
+  FROM mysqlq_jobs WHERE dedupe_key = %(key)s;
+
+-- name: complete_job_with_result
+-- Record one finished job and the JSON its handler returned (handlers that return nothing are
+-- completed by the statements above, with the batch).
+UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
+       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key), result = %(result)s
+ WHERE id = %(id)s AND running_batch = %(batch_id)s;
+
 -- name: retry_job
 -- A failed job with attempts left waits for its backoff as a scheduled job.
 UPDATE mysqlq_jobs

@@ -83,7 +83,9 @@ def job(job_id: int) -> str:
     row = current().run(lambda cur: ops_store.get_job(cur, job_id))
     if row is None:
         raise NotFound(f"no job with id {job_id}")
-    return render_template("job.html", job=row, payload=_pretty(row.pop("payload")))
+    result = row.pop("result")
+    return render_template("job.html", job=row, payload=_pretty(row.pop("payload")),
+                           result=None if result is None else _pretty(result))
 
 
 def _pretty(raw: Any) -> str:

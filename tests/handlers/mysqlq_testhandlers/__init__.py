@@ -167,3 +167,27 @@ async def acooperative(payload: Any, ctx: mysqlq.JobContext) -> None:
         _append(f"{ctx.job_id} {ctx.attempt} cancelled")
         raise
     _append(f"{ctx.job_id} {ctx.attempt} end")
+
+
+def echo(payload: Any, ctx: mysqlq.JobContext) -> Any:
+    """Return payload["value"] (a job's result), or, with payload["bytes"], a string that long."""
+    if isinstance(payload, dict) and "bytes" in payload:
+        return "x" * int(payload["bytes"])
+    if isinstance(payload, dict) and payload.get("unstorable"):
+        return {"when": object()}
+    return payload.get("value") if isinstance(payload, dict) else None
+
+
+async def aecho(payload: Any, ctx: mysqlq.JobContext) -> Any:
+    """The async form of echo."""
+    await asyncio.sleep(0)
+    return echo(payload, ctx)
+
+
+@mysqlq.handler(transactional=True)
+def techo(payload: Any, ctx: mysqlq.JobContext) -> Any:
+    """A transactional handler that writes an effect row and returns a result: both commit or neither."""
+    assert ctx.conn is not None
+    with ctx.conn.cursor() as cur:
+        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+    return echo(payload, ctx)
