@@ -1,0 +1,192 @@
+"""A Django Tasks backend: ``TASKS = {"default": {"BACKEND": "mysqlq.contrib.django.MysqlqBackend"}}``.
+
+A task is enqueued as a mysqlq job of handler ``django.task`` whose payload names the task (its
+module path) and carries its arguments; workers run it through :mod:`mysqlq.contrib.django.runner`.
+A task's result id is a random key stored as the job's dedupe key, so it is known before the job
+exists (an enqueue deferred to ``on_commit`` returns it at once) and finds the job afterwards.
+
+Where the job is written:
+
+* When the configured database (``OPTIONS["DATABASE"]``, by default ``"default"``) is MySQL or
+  MariaDB and holds mysqlq's tables, on the request's own connection, in its current transaction:
+  inside ``transaction.atomic()`` the job is rolled back with the block. Workers are hinted once
+  the transaction commits.
+* Otherwise (a PostgreSQL or SQLite database, or a queue database of its own named by
+  ``OPTIONS["DSN"]``), through mysqlq's own connection when the transaction commits
+  (``transaction.on_commit``), at once outside a transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from django.core import checks
+from django.db import connections, transaction
+
+from mysqlq.contrib.django import compat
+from mysqlq.contrib.django.results import task_result
+from mysqlq.core.config import Dsn, Settings
+from mysqlq.core.errors import ConfigError, InvalidJob
+from mysqlq.core.jobs import Job
+from mysqlq.hint import notify
+from mysqlq.producer.enqueue import Producer
+from mysqlq.producer.outbox import enqueue_on
+
+HANDLER = "django.task"  # the entry point every Django task runs through
+KEY_PREFIX = "django-task:"  # dedupe keys of Django tasks: the prefix, then the result id
+
+
+def priority_of(django_priority: int) -> int:
+    """Django's priority (−100…100, higher first) as mysqlq's (lower first): order kept."""
+    return -int(django_priority)
+
+
+def result_key(result_id: str) -> str:
+    return KEY_PREFIX + result_id
+
+
+class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
+    """Runs Django tasks on mysqlq workers. OPTIONS: ``DATABASE`` (the Django database alias whose
+    connection holds the queue, default ``"default"``), ``DSN`` (a mysqlq DSN, when the queue is
+    elsewhere: then jobs are enqueued on commit), ``MAX_ATTEMPTS`` and ``TIME_LIMIT`` (per job, as
+    for ``Producer.enqueue``)."""
+
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        options = {str(key).upper(): value for key, value in self.options.items()}
+        unknown = set(options) - {"DATABASE", "DSN", "MAX_ATTEMPTS", "TIME_LIMIT"}
+        if unknown:
+            raise ConfigError(f"TASKS[{alias!r}]['OPTIONS'] has unknown key(s) {', '.join(sorted(unknown))} "
+                              "(known: DATABASE, DSN, MAX_ATTEMPTS, TIME_LIMIT)")
+        self.database = str(options.get("DATABASE", "default"))
+        self.dsn_url: str | None = options.get("DSN")
+        self.max_attempts: int | None = options.get("MAX_ATTEMPTS")
+        self.time_limit: float | None = options.get("TIME_LIMIT")
+        self._producer: Producer | None = None
+        self._lock = threading.Lock()
+        self._holds_queue: dict[str, bool] = {}  # Django alias → its connection holds mysqlq's tables
+
+    # ------------------------------------------------------------------ settings and connections
+
+    def settings(self) -> Settings:
+        """mysqlq's settings: the DSN option, or else the configured Django database's own."""
+        if self.dsn_url:
+            return Settings(dsn=Dsn.parse(self.dsn_url))
+        db = connections.databases[self.database]
+        if db.get("ENGINE") != "django.db.backends.mysql":
+            raise ConfigError(f"TASKS[{self.alias!r}]: database {self.database!r} is not MySQL or MariaDB; "
+                              "give OPTIONS['DSN'] (the queue's database)")
+        options = db.get("OPTIONS", {})
+        return Settings(dsn=Dsn(host=db.get("HOST") or "localhost", port=int(db.get("PORT") or 3306),
+                                user=db.get("USER") or "root", password=db.get("PASSWORD") or "",
+                                database=db["NAME"], unix_socket=options.get("unix_socket")))
+
+    def producer(self) -> Producer:
+        """mysqlq's own producer (opened on first use), for results and deferred enqueues."""
+        with self._lock:
+            if self._producer is None:
+                self._producer = Producer(self.settings(), pool_size=4)
+            return self._producer
+
+    def on_request_connection(self) -> bool:
+        """True when jobs go on the Django connection itself (MySQL holding mysqlq's tables)."""
+        if self.dsn_url:
+            return False
+        connection = connections[self.database]
+        if connection.vendor != "mysql":
+            return False
+        name = connection.settings_dict["NAME"]
+        if name not in self._holds_queue:
+            with connection.cursor() as cur:
+                cur.execute("SELECT COUNT(*) FROM information_schema.tables "
+                            "WHERE table_schema = DATABASE() AND table_name = 'mysqlq_jobs'")
+                self._holds_queue[name] = bool(cur.fetchone()[0])
+        return self._holds_queue[name]
+
+    # ------------------------------------------------------------------ enqueue
+
+    def validate_task(self, task: Any) -> None:
+        super().validate_task(task)
+        try:
+            Job(HANDLER, None, queue=task.queue_name)
+        except InvalidJob as exc:
+            raise compat.InvalidTask(f"queue name {task.queue_name!r}: {exc}") from None
+
+    def job(self, task: Any, args: Any, kwargs: Any, result_id: str) -> Job:
+        """The mysqlq job that runs ``task(*args, **kwargs)``."""
+        payload = {"task": task.module_path, "args": list(args), "kwargs": dict(kwargs), "backend": self.alias,
+                   "result_id": result_id}
+        try:
+            json.dumps(payload, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise compat.InvalidTask(f"the arguments of {task.module_path} are not JSON: {exc}") from None
+        run_at = None
+        if task.run_after is not None:
+            when = task.run_after
+            run_at = when.astimezone(dt.UTC).replace(tzinfo=None) if when.tzinfo else when
+        return Job(HANDLER, payload, queue=task.queue_name, run_at=run_at, priority=priority_of(task.priority),
+                   dedupe_key=result_key(result_id), max_attempts=self.max_attempts, time_limit=self.time_limit)
+
+    def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        self.validate_task(task)
+        result_id = secrets.token_hex(16)
+        job = self.job(task, args, kwargs, result_id)
+        if self.on_request_connection():
+            self._enqueue_on_request(job)
+        else:
+            producer = self.producer()
+            transaction.on_commit(lambda: producer.enqueue_many([job]), using=self.database)
+        now = dt.datetime.now(dt.UTC)
+        return task_result(task, result_id, "ready", args, kwargs, self.alias, enqueued_at=now)
+
+    def _enqueue_on_request(self, job: Job) -> None:
+        connection = connections[self.database]
+        connection.ensure_connection()
+        raw = connection.connection
+        with raw.cursor() as cur:  # mysqlq stores UTC times; Django leaves the session's zone as the server's
+            cur.execute("SELECT @@session.time_zone")
+            zone = cur.fetchone()[0]
+            if zone != "+00:00":
+                cur.execute("SET time_zone = '+00:00'")
+        try:
+            enqueue_on(raw, job)
+        finally:
+            if zone != "+00:00":
+                with raw.cursor() as cur:
+                    cur.execute("SET time_zone = %s", (zone,))
+        settings = self.settings()
+        transaction.on_commit(lambda: notify(settings, [job.queue]), using=self.database)
+
+    # ------------------------------------------------------------------ results
+
+    def get_result(self, result_id: str) -> Any:
+        state = self.producer().job(dedupe_key=result_key(str(result_id)))
+        if state is None:
+            raise compat.TaskResultDoesNotExist(result_id)
+        return task_result_of(state, self.alias)
+
+    def check(self, **kwargs: Any) -> Iterable[Any]:
+        try:
+            self.settings()
+        except ConfigError as exc:
+            yield checks.Error(str(exc), id="mysqlq.E001")
+
+
+def task_result_of(state: Any, alias: str) -> Any:
+    """A Django TaskResult from where a mysqlq job stands."""
+    from mysqlq.contrib.django.runner import declared_task
+
+    payload = state.payload
+    task = declared_task(payload["task"])
+    return task_result(task, str(state.dedupe_key)[len(KEY_PREFIX):], state.status, payload["args"],
+                       payload["kwargs"], alias, state=state)

@@ -1,0 +1,1 @@
+"""A small Django project for mysqlq's Django Tasks backend tests."""
