@@ -294,3 +294,49 @@ def test_the_systemd_template_runs_a_django_project_through_a_drop_in(
         systemd.systemctl("stop", "worker@1")
     assert tasks.add.get_result(result.id).return_value == 42
     assert (done["WORKER"], done["HANDLER"]) == ("1", "django.task")
+
+
+def test_manage_py_runs_a_worker_and_checks_the_queues_schema(shop: dict[str, str]) -> None:
+    from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+    from django.db import connection
+    from shop import tasks
+
+    result = tasks.add.enqueue(40, 2)
+    env = {key: value for key, value in shop.items() if key != "PYTHONPATH"}  # manage.py's directory is enough
+    ran = subprocess.run([sys.executable, "manage.py", "mysqlq_worker", "--burst", "--queue", "default,mail"],
+                         cwd=PROJECT, env=child_env(env), capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert tasks.add.get_result(result.id).return_value == 42
+
+    call_command("check", "--database", "default")  # the schema is current: no error
+    with connection.cursor() as cur:
+        cur.execute("SELECT MAX(version) FROM mysqlq_schema_version")
+        latest = cur.fetchone()[0]
+        cur.execute("DELETE FROM mysqlq_schema_version WHERE version = %s", (latest,))
+    try:
+        with pytest.raises(SystemCheckError, match=r"mysqlq.E002.*run `mysqlq migrate`"):
+            call_command("check", "--database", "default")
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("INSERT INTO mysqlq_schema_version (version, applied_at) VALUES (%s, NOW(6))", (latest,))
+
+
+def test_a_session_in_another_time_zone_still_stores_utc_times(shop: dict[str, str]) -> None:
+    from django.db import connection, transaction
+    from shop import tasks
+
+    with connection.cursor() as cur:
+        cur.execute("SET time_zone = '+05:00'")
+    try:
+        with transaction.atomic():
+            result = tasks.add.enqueue(1, 1)
+        with connection.cursor() as cur:
+            cur.execute("SELECT @@session.time_zone")
+            assert cur.fetchone()[0] == "+05:00"  # the application's session is as it was
+            cur.execute("SELECT TIMESTAMPDIFF(SECOND, enqueued_at, UTC_TIMESTAMP(6)) FROM mysqlq_jobs "
+                        "WHERE dedupe_key = %s", (f"django-task:{result.id}",))
+            assert abs(cur.fetchone()[0]) < 60
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'")

@@ -158,3 +158,10 @@ def job_state(cur: Cursor, job_id: int | None = None, dedupe_key: str | None = N
     return JobState(int(id_), str(queue), str(handler), str(status), int(priority), int(attempts),
                     int(max_attempts), worker, enqueued_at, run_at, started_at, finished_at, error,
                     None if result is None else bytes(result), bytes(payload), key)
+
+
+def holds_queue(cur: Cursor) -> bool:
+    """Whether the connection's database holds mysqlq's tables."""
+    cur.execute(query("holds_queue"))
+    row = cur.fetchone()
+    return bool(row and row[0])

@@ -36,6 +36,7 @@ from mysqlq.core.jobs import Job
 from mysqlq.hint import notify
 from mysqlq.producer.enqueue import Producer
 from mysqlq.producer.outbox import enqueue_on
+from mysqlq.store import jobs as jobs_store
 
 HANDLER = "django.task"  # the entry point every Django task runs through
 KEY_PREFIX = "django-task:"  # dedupe keys of Django tasks: the prefix, then the result id
@@ -73,13 +74,19 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         self.max_attempts: int | None = options.get("MAX_ATTEMPTS")
         self.time_limit: float | None = options.get("TIME_LIMIT")
         self._producer: Producer | None = None
+        self._settings: Settings | None = None
         self._lock = threading.Lock()
-        self._holds_queue: dict[str, bool] = {}  # Django alias → its connection holds mysqlq's tables
+        self._holds_queue: dict[str, bool] = {}  # database name → it holds mysqlq's tables
 
     # ------------------------------------------------------------------ settings and connections
 
     def settings(self) -> Settings:
-        """mysqlq's settings: the DSN option, or else the configured Django database's own."""
+        """mysqlq's settings (read once): the DSN option, or else the configured Django database's own."""
+        if self._settings is None:
+            self._settings = self._read_settings()
+        return self._settings
+
+    def _read_settings(self) -> Settings:
         if self.dsn_url:
             return Settings(dsn=Dsn.parse(self.dsn_url))
         db = connections.databases[self.database]
@@ -107,10 +114,9 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
             return False
         name = connection.settings_dict["NAME"]
         if name not in self._holds_queue:
-            with connection.cursor() as cur:
-                cur.execute("SELECT COUNT(*) FROM information_schema.tables "
-                            "WHERE table_schema = DATABASE() AND table_name = 'mysqlq_jobs'")
-                self._holds_queue[name] = bool(cur.fetchone()[0])
+            connection.ensure_connection()
+            with connection.connection.cursor() as cur:
+                self._holds_queue[name] = jobs_store.holds_queue(cur)
         return self._holds_queue[name]
 
     # ------------------------------------------------------------------ enqueue
@@ -153,17 +159,7 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         connection = connections[self.database]
         connection.ensure_connection()
         raw = connection.connection
-        with raw.cursor() as cur:  # mysqlq stores UTC times; Django leaves the session's zone as the server's
-            cur.execute("SELECT @@session.time_zone")
-            zone = cur.fetchone()[0]
-            if zone != "+00:00":
-                cur.execute("SET time_zone = '+00:00'")
-        try:
-            enqueue_on(raw, job)
-        finally:
-            if zone != "+00:00":
-                with raw.cursor() as cur:
-                    cur.execute("SET time_zone = %s", (zone,))
+        enqueue_on(raw, job)  # its times are UTC whatever the session's time zone
         settings = self.settings()
         transaction.on_commit(lambda: notify(settings, [job.queue]), using=self.database)
 

@@ -103,13 +103,14 @@ ON DUPLICATE KEY UPDATE id = id;
 -- name: job_values
 -- One row of insert_job or insert_jobs: queue, handler, payload, status, priority, run_at (NULL: now
 -- plus the delay in microseconds), delay, max_attempts, time_limit, dedupe_key, dedupe_scope,
--- concurrency_key.
-(%s, %s, %s, %s, %s, COALESCE(%s, NOW(6) + INTERVAL %s MICROSECOND), %s, %s, NOW(6), %s, %s, %s)
+-- concurrency_key. Times are UTC_TIMESTAMP, not NOW: on an application's own connection (the outbox
+-- form, the Django backend) the session may be in another time zone; mysqlq's sessions are UTC.
+(%s, %s, %s, %s, %s, COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), %s, %s, UTC_TIMESTAMP(6), %s, %s, %s)
 
 -- name: job_values_due
 -- One row of insert_job or insert_jobs for a job due at once (no run_at, no delay): job_values
 -- without run_at and delay, whose expression costs the server about an eighth of a bulk insert.
-(%s, %s, %s, %s, %s, NOW(6), %s, %s, NOW(6), %s, %s, %s)
+(%s, %s, %s, %s, %s, UTC_TIMESTAMP(6), %s, %s, UTC_TIMESTAMP(6), %s, %s, %s)
 
 -- ---------------------------------------------------------------- claim
 
@@ -212,6 +213,11 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enq
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
        finished_at, last_error, result, payload, dedupe_key
   FROM mysqlq_jobs WHERE dedupe_key = %(key)s;
+
+-- name: holds_queue
+-- Whether the connection's current database holds mysqlq's jobs table (an application's connection,
+-- before mysqlq enqueues on it).
+SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'mysqlq_jobs';
 
 -- name: complete_job_with_result
 -- Record one finished job and the JSON its handler returned (handlers that return nothing are

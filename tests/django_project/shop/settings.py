@@ -12,7 +12,7 @@ _dsn = Dsn.parse(os.environ.get("SHOP_DSN", "mysql://root@127.0.0.1:3306/test"))
 
 SECRET_KEY = "tests-only"
 USE_TZ = True
-INSTALLED_APPS = ["shop", *(["django_tasks"] if SOURCE == "django_tasks" else [])]
+INSTALLED_APPS = ["shop", "mysqlq.contrib.django", *(["django_tasks"] if SOURCE == "django_tasks" else [])]
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.mysql",
