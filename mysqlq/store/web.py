@@ -64,14 +64,16 @@ def finished_per_minute(cur: Cursor, minutes: int) -> list[tuple[str, str, int, 
 
 # Job ids a page filtered by queue or handler looks through (its "older" link goes on from there).
 PAGE_WINDOW = 20_000
+HISTORY_STATUSES = ("dead", "cancelled")  # ended jobs kept for days: listed like history, a window at a time
 
 
 def jobs_page(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None, before: int | None,
               limit: int) -> ops_store.HistoryPage:
     """A page of jobs, newest first, with ids below ``before``, and where the next page starts (0: none).
-    Of a queue or handler over every status or done ones, those found in a window of recent history."""
+    Of a queue or handler over every status or done ones, and dead or cancelled jobs (which pile up
+    like history until retention deletes them), those found in a window of recent history."""
     filters = {"queue": queue, "status": status, "handler": handler}
-    if status in (None, "done") and (queue is not None or handler is not None):
+    if status in HISTORY_STATUSES or (status in (None, "done") and (queue is not None or handler is not None)):
         return ops_store.in_history(cur, "web_list_jobs_between", filters, before=before, limit=limit,
                                     window=PAGE_WINDOW)
     name = {None: "web_list_jobs", "done": "web_list_jobs", "running": "web_list_running_jobs"}.get(

@@ -46,8 +46,8 @@ SELECT id, queue, handler, status, attempts, max_attempts, worker, enqueued_at, 
  ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: web_list_jobs_in_state
--- The same page for one status other than running and done: that status's range of
--- mysqlq_jobs_state, sorted (live jobs, dead and cancelled ones: never the done history).
+-- The same page for ready, scheduled or blocked jobs: that status's range of mysqlq_jobs_state,
+-- sorted (live jobs only: ended ones are listed a window of history at a time).
 SELECT id, queue, handler, status, attempts, max_attempts, worker, enqueued_at, finished_at,
        LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
