@@ -1,5 +1,6 @@
-"""W4django: what enqueueing through the Django Tasks backend costs beside ``mysqlq.enqueue_on`` on the
-same Django connection (the project of tests/django_project, set up in this process).
+"""W4django: what enqueueing through the Django Tasks backend costs beside ``mysqlq.enqueue_on`` of the
+same job (handler ``django.task``, the payload the backend writes) on the same Django connection (the
+project of tests/django_project, set up in this process).
 
 Two modes, alternating in blocks: each enqueue in autocommit (a commit each, as a view outside
 ``atomic()``), and many enqueues inside one ``transaction.atomic()`` (no commit in the timing: only
@@ -91,8 +92,13 @@ def _directly(raw: Any, mode: str, step: int, block: int) -> float:
         if mode == "atomic":
             with transaction.atomic():
                 for i in range(step):
-                    enqueue_on(raw, mysqlq.Job("bench.noop", {"a": i, "b": block}))
+                    enqueue_on(raw, mysqlq.Job("django.task", _payload(i, block)))
         else:
             for i in range(step):
-                enqueue_on(raw, mysqlq.Job("bench.noop", {"a": i, "b": block}))
+                enqueue_on(raw, mysqlq.Job("django.task", _payload(i, block)))
     return t[0]
+
+
+def _payload(a: int, b: int) -> dict[str, Any]:
+    """What the backend writes for ``tasks.add.enqueue(a, b)``."""
+    return {"task": "shop.tasks.add", "args": [a, b], "kwargs": {}, "backend": "default"}

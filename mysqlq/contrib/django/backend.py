@@ -2,8 +2,9 @@
 
 A task is enqueued as a mysqlq job of handler ``django.task`` whose payload names the task (its
 module path) and carries its arguments; workers run it through :mod:`mysqlq.contrib.django.runner`.
-A task's result id is a random key stored as the job's dedupe key, so it is known before the job
-exists (an enqueue deferred to ``on_commit`` returns it at once) and finds the job afterwards.
+A task's result id is its job's id when the job is written at once; an enqueue deferred to
+``on_commit`` returns a random key instead (``c`` and 32 hex digits), stored as the job's dedupe key,
+so that the id is known before the job exists and finds it afterwards.
 
 Where the job is written:
 
@@ -19,7 +20,6 @@ Where the job is written:
 from __future__ import annotations
 
 import datetime as dt
-import json
 import secrets
 import threading
 from collections.abc import Iterable
@@ -33,7 +33,6 @@ from mysqlq.contrib.django.results import task_result
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import ConfigError, InvalidJob
 from mysqlq.core.jobs import Job
-from mysqlq.hint import notify
 from mysqlq.producer.enqueue import Producer
 from mysqlq.producer.outbox import enqueue_on
 from mysqlq.store import jobs as jobs_store
@@ -77,6 +76,9 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         self._settings: Settings | None = None
         self._lock = threading.Lock()
         self._holds_queue: dict[str, bool] = {}  # database name → it holds mysqlq's tables
+        self._valid_queues: set[str] = set()
+        self._hints: Any = None  # the producer's hint sender, once there is one
+        self._local = threading.local()  # per thread: the queues its open transaction will hint
 
     # ------------------------------------------------------------------ settings and connections
 
@@ -105,11 +107,10 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
                 self._producer = Producer(self.settings(), pool_size=4)
             return self._producer
 
-    def on_request_connection(self) -> bool:
+    def on_request_connection(self, connection: Any) -> bool:
         """True when jobs go on the Django connection itself (MySQL holding mysqlq's tables)."""
         if self.dsn_url:
             return False
-        connection = connections[self.database]
         if connection.vendor != "mysql":
             return False
         name = connection.settings_dict["NAME"]
@@ -123,51 +124,83 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
 
     def validate_task(self, task: Any) -> None:
         super().validate_task(task)
-        try:
-            Job(HANDLER, None, queue=task.queue_name)
-        except InvalidJob as exc:
-            raise compat.InvalidTask(f"queue name {task.queue_name!r}: {exc}") from None
+        if task.queue_name not in self._valid_queues:
+            try:
+                Job(HANDLER, None, queue=task.queue_name)
+            except InvalidJob as exc:
+                raise compat.InvalidTask(f"queue name {task.queue_name!r}: {exc}") from None
+            self._valid_queues.add(task.queue_name)
 
-    def job(self, task: Any, args: Any, kwargs: Any, result_id: str) -> Job:
-        """The mysqlq job that runs ``task(*args, **kwargs)``."""
-        payload = {"task": task.module_path, "args": list(args), "kwargs": dict(kwargs), "backend": self.alias,
-                   "result_id": result_id}
-        try:
-            json.dumps(payload, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise compat.InvalidTask(f"the arguments of {task.module_path} are not JSON: {exc}") from None
+    def job(self, task: Any, args: Any, kwargs: Any, result_id: str | None = None) -> Job:
+        """The mysqlq job that runs ``task(*args, **kwargs)``; with ``result_id`` (a deferred enqueue's),
+        holding it as its dedupe key."""
+        payload = {"task": task.module_path, "args": list(args), "kwargs": dict(kwargs), "backend": self.alias}
+        if result_id is not None:
+            payload["result_id"] = result_id
         run_at = None
         if task.run_after is not None:
             when = task.run_after
             run_at = when.astimezone(dt.UTC).replace(tzinfo=None) if when.tzinfo else when
         return Job(HANDLER, payload, queue=task.queue_name, run_at=run_at, priority=priority_of(task.priority),
-                   dedupe_key=result_key(result_id), max_attempts=self.max_attempts, time_limit=self.time_limit)
+                   dedupe_key=None if result_id is None else result_key(result_id), max_attempts=self.max_attempts,
+                   time_limit=self.time_limit)
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
-        self.validate_task(task)
-        result_id = secrets.token_hex(16)
-        job = self.job(task, args, kwargs, result_id)
-        if self.on_request_connection():
-            self._enqueue_on_request(job)
-        else:
-            producer = self.producer()
-            transaction.on_commit(lambda: producer.enqueue_many([job]), using=self.database)
+        if task.backend != self.alias:  # a Task is validated by its backend when made (using() too)
+            self.validate_task(task)
+        connection = connections[self.database]
+        try:
+            if self.on_request_connection(connection):
+                result_id = str(self._enqueue_on_request(connection, self.job(task, args, kwargs)))
+            else:
+                result_id = "c" + secrets.token_hex(16)
+                job = self.job(task, args, kwargs, result_id)
+                job.row(self.settings())  # checked now (arguments that are not JSON), written on commit
+                producer = self.producer()
+                transaction.on_commit(lambda: producer.enqueue_many([job]), using=self.database)
+        except InvalidJob as exc:
+            raise compat.InvalidTask(f"{task.module_path}: {exc}") from None
         now = dt.datetime.now(dt.UTC)
         return task_result(task, result_id, "ready", args, kwargs, self.alias, enqueued_at=now)
 
-    def _enqueue_on_request(self, job: Job) -> None:
-        connection = connections[self.database]
+    def _enqueue_on_request(self, connection: Any, job: Job) -> int:
         connection.ensure_connection()
-        raw = connection.connection
-        enqueue_on(raw, job)  # its times are UTC whatever the session's time zone
-        settings = self.settings()
-        transaction.on_commit(lambda: notify(settings, [job.queue]), using=self.database)
+        job_id = enqueue_on(connection.connection, job, self.settings())  # times UTC whatever the session's zone
+        self._hint_after_commit(connection, job.queue)
+        return job_id
+
+    def _hint_after_commit(self, connection: Any, queue: str) -> None:
+        """Wake workers of ``queue`` once the transaction commits: one hint per transaction, for
+        every queue it enqueued on (at once in autocommit)."""
+        hints = self._hints or self.producer().hints
+        self._hints = hints
+        if not connection.in_atomic_block:
+            hints.notify((queue,))
+            return
+        local = self._local
+        pending: set[str] | None = getattr(local, "queues", None)
+        flush = getattr(local, "flush", None)
+        # Our callback is still waiting unless the block rolled back (Django then drops its callbacks).
+        if pending is not None and any(entry[1] is flush for entry in connection.run_on_commit):
+            pending.add(queue)
+            return
+        queues = {queue}
+
+        def send() -> None:
+            hints.notify(queues)
+
+        local.queues, local.flush = queues, send
+        transaction.on_commit(send, using=self.database)
 
     # ------------------------------------------------------------------ results
 
     def get_result(self, result_id: str) -> Any:
-        state = self.producer().job(dedupe_key=result_key(str(result_id)))
-        if state is None:
+        wanted = str(result_id)
+        if wanted.isdigit():
+            state = self.producer().job(int(wanted))
+        else:
+            state = self.producer().job(dedupe_key=result_key(wanted))
+        if state is None or state.handler != HANDLER:
             raise compat.TaskResultDoesNotExist(result_id)
         return task_result_of(state, self.alias)
 
@@ -184,5 +217,6 @@ def task_result_of(state: Any, alias: str) -> Any:
 
     payload = state.payload
     task = declared_task(payload["task"])
-    return task_result(task, str(state.dedupe_key)[len(KEY_PREFIX):], state.status, payload["args"],
-                       payload["kwargs"], alias, state=state)
+    key = state.dedupe_key or ""
+    result_id = key[len(KEY_PREFIX):] if key.startswith(KEY_PREFIX) else str(state.id)
+    return task_result(task, result_id, state.status, payload["args"], payload["kwargs"], alias, state=state)
