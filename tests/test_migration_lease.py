@@ -79,3 +79,36 @@ def wait_for_overlap(qdb: QueueDB, timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_worker_started_during_a_migration_waits_for_it_then_runs(qdb: QueueDB) -> None:
+    import signal
+
+    latest = max(version for version, _ in migrations())
+    # A migration at work: the lock held, the newest version not yet recorded.
+    qdb.query("UPDATE mysqlq_migration_lock SET holder = 'another', lease_until = NOW(6) + INTERVAL 60 SECOND")
+    qdb.query("DELETE FROM mysqlq_schema_version WHERE version = %s", (latest,))
+    # A job enqueued as a producer of the previous version would (the new one refuses the old schema).
+    qdb.query("INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, enqueued_at) "
+              "VALUES ('default', 'test.record', '{}', 'ready', UTC_TIMESTAMP(6), 3, UTC_TIMESTAMP(6))")
+    job_id = qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs")
+    waiting = qdb.worker()
+    stopped = qdb.worker()
+    wait_for(lambda: qdb.logs().count("worker.waiting_for_migration") == 2, "both workers to wait", 30)
+    assert waiting.poll() is None and stopped.poll() is None  # waiting, not failed
+    stopped.send_signal(signal.SIGTERM)  # a stop while waiting ends it at once, cleanly
+    assert stopped.wait(10) == 0
+    # The migration ends: the waiting worker starts and runs the job.
+    qdb.query("INSERT INTO mysqlq_schema_version (version, applied_at) VALUES (%s, NOW(6))", (latest,))
+    qdb.query("UPDATE mysqlq_migration_lock SET holder = NULL, lease_until = NOW(6)")
+    wait_for(lambda: qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,)) == "done",
+             "the job to run", 30)
+    assert "worker.migration_done" in qdb.logs() and waiting.poll() is None
+
+
+def test_a_worker_of_an_older_schema_without_a_migration_still_refuses_in_one_line(qdb: QueueDB) -> None:
+    latest = max(version for version, _ in migrations())
+    qdb.query("DELETE FROM mysqlq_schema_version WHERE version = %s", (latest,))
+    result = qdb.cli("worker", "--burst")
+    assert result.returncode != 0
+    assert "run `mysqlq migrate`" in result.stderr and "waiting_for_migration" not in result.stderr

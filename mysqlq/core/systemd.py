@@ -47,6 +47,10 @@ class Notifier:
     def status(self, text: str) -> None:
         self._send(f"STATUS={text}")
 
+    def extend_start(self, seconds: float, status: str) -> None:
+        """Not ready yet, for a good reason: give systemd's start timeout ``seconds`` more."""
+        self._send(f"EXTEND_TIMEOUT_USEC={round(seconds * 1e6)}\nSTATUS={status}")
+
     def watchdog(self) -> None:
         if self.watchdog_interval is not None:
             self._send("WATCHDOG=1")

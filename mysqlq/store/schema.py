@@ -140,6 +140,18 @@ def _extend_lock(cur: Cursor, holder: str) -> bool:
     return execute(cur, "take_migration_lock", {"holder": holder, "lease_us": round(MIGRATION_LEASE * 1e6)}) == 1
 
 
+def migration_running(cur: Cursor) -> bool:
+    """Whether a `mysqlq migrate` is at work now (it holds the lock; False before the first one)."""
+    try:
+        execute(cur, "migration_running")
+    except MySQLdb.ProgrammingError as exc:
+        if error_code(exc) == NO_SUCH_TABLE:
+            return False
+        raise
+    row = cur.fetchone()
+    return bool(row and row[0])
+
+
 def check_schema(cur: Cursor) -> None:
     """Refuse a database whose schema is missing, older or newer than this mysqlq expects."""
     have, want = applied_version(cur), latest_version()

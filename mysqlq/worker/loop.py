@@ -16,12 +16,13 @@ from typing import Any
 from mysqlq import hint
 from mysqlq.core import logs
 from mysqlq.core.config import Settings
+from mysqlq.core.errors import SchemaError
 from mysqlq.core.handlers import Registry
 from mysqlq.core.systemd import Notifier
 from mysqlq.leader.elector import Elector
 from mysqlq.leader.maintainer import Maintainer
 from mysqlq.store.db import FOREVER, Database, RetryPolicy, StopRequested
-from mysqlq.store.schema import check_schema
+from mysqlq.store.schema import check_schema, migration_running
 from mysqlq.worker import metrics as worker_metrics
 from mysqlq.worker.cancels import Cancels, CancelWatch
 from mysqlq.worker.claimer import Claimer
@@ -37,6 +38,7 @@ from mysqlq.worker.services import Services
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 ONCE = RetryPolicy(attempts=1)
+MIGRATION_CHECK = 1.0  # seconds between looks at the schema while a `mysqlq migrate` runs
 EXIT_STUCK = 70  # EX_SOFTWARE: a handler thread never returned; systemd's Restart= brings a fresh process
 
 
@@ -85,11 +87,39 @@ class Worker:
             os.close(self._wake_r)
             os.close(self._wake_w)
 
+    def _schema_ready(self) -> bool:
+        """Check the schema (a missing or other one is the CLI's one-line error). While a `mysqlq
+        migrate` is at work, wait for it instead of exiting: workers started during an upgrade begin
+        once it is done. False when asked to stop meanwhile."""
+        waiting = False
+        while True:
+            try:
+                self.db.run(check_schema)
+                if waiting:
+                    self.log.info("worker.migration_done")
+                return True
+            except SchemaError:
+                if not self.db.run(migration_running):
+                    raise
+            if not waiting:
+                self.log.info("worker.waiting_for_migration", note="a `mysqlq migrate` is at work; starting after it")
+                logs.flush()
+                waiting = True
+            self.notifier.extend_start(MIGRATION_CHECK * 10, "waiting for `mysqlq migrate` to finish")
+            deadline = time.monotonic() + MIGRATION_CHECK
+            while time.monotonic() < deadline:
+                if self.stopping:
+                    return False
+                time.sleep(0.1)
+
     def _run(self) -> int:
         exit_code = 0
         beating = False
         try:
-            self.db.run(check_schema)  # a missing schema is the CLI's one-line error, nothing else
+            if not self._schema_ready():  # stopped while a migration ran
+                self.log.info("worker.stopped", done=0, failed=0, exit_code=0)
+                logs.flush()
+                return 0
         except StopRequested as exc:
             self.log.warning("worker.stopped_waiting", error=str(exc))
             self.log.info("worker.stopped", done=0, failed=0, exit_code=0)

@@ -47,6 +47,10 @@ INSERT IGNORE INTO mysqlq_migration_lock (name, holder, lease_until) VALUES ('mi
 UPDATE mysqlq_migration_lock SET holder = %(holder)s, lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
  WHERE name = 'migrate' AND (holder IS NULL OR holder = %(holder)s OR lease_until < NOW(6));
 
+-- name: migration_running
+-- Whether a `mysqlq migrate` holds the migration lock now (1 row: its lease has not lapsed).
+SELECT COUNT(*) FROM mysqlq_migration_lock WHERE name = 'migrate' AND holder IS NOT NULL AND lease_until > NOW(6);
+
 -- name: release_migration_lock
 -- Give the migration lock back.
 UPDATE mysqlq_migration_lock SET holder = NULL, lease_until = NOW(6) WHERE name = 'migrate' AND holder = %(holder)s;
