@@ -75,6 +75,7 @@ class Keeper:
         self.notifier = notifier
         self.wake = wake  # tells other workers that queues gained ready jobs
         self.slots = Slots(settings.concurrency, settings, runner)
+        self.slots.doubtful = leases.doubtful
         self.inline_all = settings.concurrency == 1
         self.batches: dict[int, Batch] = {}
         self.by_queue = Durations()  # sizes claims

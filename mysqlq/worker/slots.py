@@ -9,6 +9,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -56,6 +57,7 @@ class Slots:
         self._threads: list[threading.Thread] = []
         self._idle_threads = 0
         self._lock = threading.Lock()
+        self.doubtful: Callable[[int], bool] | None = None  # whether a batch's lease could have lapsed
         self._dbs: dict[int, Database] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_r, self._wake_w = os.pipe()
@@ -163,6 +165,10 @@ class Slots:
             self._finish(running, outcome)
 
     def _call(self, running: Running) -> Outcome:
+        # Handed over before a freeze (SIGSTOP, a long GC pause, swapping) but begun only after it:
+        # if the claim's lease could have lapsed meanwhile, another worker may own the job now.
+        if self.doubtful is not None and self.doubtful(running.batch_id):
+            return Outcome("release", 0.0, "the claim's lease may have lapsed before the job began; not run")
         conn = self._slot_connection(running)
         if isinstance(conn, Outcome):
             return conn
