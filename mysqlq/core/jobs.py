@@ -103,15 +103,7 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 def encode_payload(payload: Any, limit: int) -> bytes:
     """JSON-encode a payload, refusing what JSON cannot hold (NaN and Infinity included: they are not
     JSON), what is nested too deeply to encode, and what is over the size limit."""
-    try:
-        data = _ENCODER.encode(payload).encode()
-    except (TypeError, ValueError) as exc:
-        raise InvalidJob(f"payload cannot be stored as JSON: {exc}") from None
-    except RecursionError:
-        raise InvalidJob("payload is nested too deeply to be stored as JSON") from None
-    if len(data) > limit:
-        raise InvalidJob(f"payload is {len(data)} bytes; the limit is {limit} (max_payload_bytes)")
-    return data
+    return _encode(payload, limit, "payload", "; the limit is {limit} (max_payload_bytes)", InvalidJob)
 
 
 def encode_result(value: Any, limit: int) -> bytes | None:
@@ -119,15 +111,19 @@ def encode_result(value: Any, limit: int) -> bytes | None:
     for None; JSON up to ``limit`` bytes; else ResultNotStored saying why."""
     if value is None:
         return None
+    return _encode(value, limit, "the handler's return value", " as JSON; the limit is {limit} (--result-max-bytes)",
+                   ResultNotStored)
+
+
+def _encode(value: Any, limit: int, what: str, over: str, error: type[Exception]) -> bytes:
     try:
         data = _ENCODER.encode(value).encode()
     except (TypeError, ValueError) as exc:
-        raise ResultNotStored(f"the handler's return value cannot be stored as JSON: {exc}") from None
+        raise error(f"{what} cannot be stored as JSON: {exc}") from None
     except RecursionError:
-        raise ResultNotStored("the handler's return value is nested too deeply to be stored as JSON") from None
+        raise error(f"{what} is nested too deeply to be stored as JSON") from None
     if len(data) > limit:
-        raise ResultNotStored(f"the handler's return value is {len(data)} bytes as JSON; the limit is {limit} "
-                              "(--result-max-bytes)")
+        raise error(f"{what} is {len(data)} bytes" + over.format(limit=limit))
     return data
 
 

@@ -74,8 +74,8 @@ def jobs_page(cur: Cursor, *, queue: str | None, status: str | None, handler: st
     like history until retention deletes them), those found in a window of recent history."""
     filters = {"queue": queue, "status": status, "handler": handler}
     if status in HISTORY_STATUSES or (status in (None, "done") and (queue is not None or handler is not None)):
-        return ops_store.in_history(cur, "web_list_jobs_between", filters, before=before, limit=limit,
-                                    window=PAGE_WINDOW)
+        return ops_store.in_history(cur, "list_jobs_between", filters, before=before, limit=limit,
+                                    window=PAGE_WINDOW)  # the CLI's statement: a few more columns than a page shows
     name = {None: "web_list_jobs", "done": "web_list_jobs", "running": "web_list_running_jobs"}.get(
         status, "web_list_jobs_in_state")
     execute(cur, name, {**filters, "before": before, "limit": limit + 1})

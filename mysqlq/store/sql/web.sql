@@ -33,18 +33,6 @@ SELECT id, queue, handler, status, attempts, max_attempts, worker, enqueued_at, 
    AND (%(before)s IS NULL OR id < %(before)s)
  ORDER BY id DESC LIMIT %(limit)s;
 
--- name: web_list_jobs_between
--- The same page among the jobs with ids in [low, high) (a filter no index orders: the dashboard looks
--- for it in a window of recent history, a range of the primary key at a time).
-SELECT id, queue, handler, status, attempts, max_attempts, worker, enqueued_at, finished_at,
-       LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
-  FROM mysqlq_jobs
- WHERE id >= %(low)s AND id < %(high)s
-   AND (%(queue)s IS NULL OR queue = %(queue)s)
-   AND (%(status)s IS NULL OR status = %(status)s)
-   AND (%(handler)s IS NULL OR handler = %(handler)s)
- ORDER BY id DESC LIMIT %(limit)s;
-
 -- name: web_list_jobs_in_state
 -- The same page for ready, scheduled or blocked jobs: that status's range of mysqlq_jobs_state,
 -- sorted (live jobs only: ended ones are listed a window of history at a time).
