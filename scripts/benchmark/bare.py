@@ -122,9 +122,14 @@ def _execute(cur: Any, sql: str, params: Sequence[Any]) -> int:
 deadlocks = 0
 
 
-def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: str | None = None) -> dict[str, Any]:
-    """Claim, fetch and ack until a claim comes back empty; returns jobs done and first/last times."""
+def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: str | None = None,
+          wait: float = 0.0) -> dict[str, Any]:
+    """Claim, fetch and ack until a claim comes back empty; returns jobs done and first/last times.
+    With ``wait``, an empty claim before the first job is tried again every WAIT_POLL seconds, for
+    up to ``wait`` seconds (the warm run: idle first, then a backlog appears)."""
     db = connect(conn, isolation)
+    if wait:
+        _wait_for_jobs(db, wait)
     claim_fn = _claim_skip_locked if claim == "skip-locked" else _claim_update
     base = os.getpid() << 32  # unique per drainer; the table is fresh per run
     jobs, first, last = 0, None, None
@@ -145,6 +150,20 @@ def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: st
     return {"jobs": jobs, "first": first, "last": last, "deadlocks": deadlocks}
 
 
+WAIT_POLL = 0.005  # seconds between an idle bare drainer's looks: it notices a backlog within 5 ms
+WAITING = "SELECT 1 FROM job_queue WHERE status = 0 LIMIT 1"
+
+
+def _wait_for_jobs(db: Any, wait: float) -> None:
+    deadline = time.monotonic() + wait
+    with db.cursor() as cur:
+        while time.monotonic() < deadline:
+            cur.execute(WAITING)
+            if cur.fetchone():
+                return
+            time.sleep(WAIT_POLL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bare.py", description="The bare-SQL reference loop.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -153,8 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--batch", type=int, default=100)
     d.add_argument("--claim", choices=["update", "skip-locked"], default="update")
     d.add_argument("--isolation", choices=["REPEATABLE READ", "READ COMMITTED"], default=None)
+    d.add_argument("--wait", type=float, default=0.0, help="seconds to wait, idle, for the first job")
     args = parser.parse_args(argv)
-    result = drain(json.loads(args.conn), args.batch, args.claim, args.isolation)
+    result = drain(json.loads(args.conn), args.batch, args.claim, args.isolation, args.wait)
     print(json.dumps(result), flush=True)
     return 0
 

@@ -78,12 +78,14 @@ class Sizes:
     strategy_jobs: int
     strategy_jobs_batch1: int
     w7_jobs: int
+    w1_warm_jobs: int = 50_000
 
     @classmethod
     def for_mode(cls, quick: bool) -> Sizes:
         if quick:
             return cls(w1_jobs=5000, w2_seconds=3, w3_seconds=10, w4_singles=1000, w4_bulk=5000,
-                       w5_history=200_000, w6_jobs=5000, strategy_jobs=3000, strategy_jobs_batch1=600, w7_jobs=1000)
+                       w5_history=200_000, w6_jobs=5000, strategy_jobs=3000, strategy_jobs_batch1=600, w7_jobs=1000,
+                       w1_warm_jobs=10_000)
         return cls(w1_jobs=20_000, w2_seconds=10, w3_seconds=30, w4_singles=5000, w4_bulk=20_000,
                    w5_history=2_000_000, w6_jobs=10_000, strategy_jobs=5000, strategy_jobs_batch1=1500, w7_jobs=2000)
 
@@ -240,6 +242,83 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
     one.add_list("default_vs_one_slot", [a / b for a, b in zip(mq[2].values["jobs_s"], one.values["jobs_s"],
                                                                  strict=True)])
     return [emit(f) for f in (mq[2], bare[2], mq[4], bare[4], quiet, one)]
+
+
+# ---------------------------------------------------------------------------- W1 warm
+
+
+WARM_IDLE = 1.0  # seconds the started workers sit idle before the backlog appears
+
+
+def w1_warm(bench: Bench, sizes: Sizes) -> list[Figure]:
+    """W1 as a daemon lives: K workers already started and idle, then a backlog appears in one commit
+    (and the producer's hint); time from that commit to the last job done. The bare loop is run the
+    same way: K drainers waiting (looking every 5 ms), then the same backlog in one commit."""
+    n = sizes.w1_warm_jobs
+    figures = []
+    for k in (2, 4):
+        mq = Figure("W1warm", {"k": str(k), "batch": "100", "n": str(n)}, spread=("jobs_s", "ratio_bare"))
+        for run in range(bench.runs):
+            note(f"W1warm run {run + 1}: K={k} idle mysqlq workers, then {n} jobs in one commit; then bare")
+            jobs_s = warm_mysqlq(bench, f"w1w_k{k}_r{run}", k, n)
+            bare_s = warm_bare(bench, f"w1wb_k{k}_r{run}", k, n)
+            mq.add(jobs_s=jobs_s, bare_jobs_s=bare_s, ratio_bare=jobs_s / bare_s)
+        figures.append(emit(mq))
+    return figures
+
+
+def warm_mysqlq(bench: Bench, name: str, k: int, n: int) -> float:
+    """Jobs per second from the backlog's commit to the last job's outcome (its finished_at)."""
+    dsn = bench.fresh(name)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    cur.execute("SET time_zone = '+00:00'")  # mysqlq stores UTC
+    workers = bench.workers(dsn, k, tag=name)
+    try:
+        workers.wait_registered(cur, k)
+        time.sleep(WARM_IDLE)  # past start-up: idle, waiting on hints
+        cur.execute("BEGIN")
+        fill_jobs(cur, n)
+        cur.execute("COMMIT")
+        committed = time.time()
+        mysqlq.notify(bench.settings(dsn), ["default"])  # what a producer sends after its commit
+        wait_drained(cur, workers, timeout=max(120.0, n / 50))
+    finally:
+        workers.stop()
+    cur.execute("SELECT SUM(status = 'done'), UNIX_TIMESTAMP(MAX(finished_at)) FROM mysqlq_jobs")
+    done, last = cur.fetchone()
+    conn.close()
+    if int(done or 0) != n:
+        raise RuntimeError(f"{name}: expected {n} done jobs, found {status_counts(cur)}")
+    bench.drop(dsn.database)
+    workers.log.unlink(missing_ok=True)
+    return n / (float(last) - committed)
+
+
+def warm_bare(bench: Bench, name: str, k: int, n: int) -> float:
+    """The bare loop run the same way: K drainers waiting, then the backlog in one commit."""
+    dsn = bench.fresh(name, migrate=False)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    bench_bare.create_table(cur)
+    payloads = [payload_bytes(i) for i in range(n)]
+    args = [sys.executable, str(HERE / "bare.py"), "drain", "--conn",
+            json.dumps(connect_kwargs(dsn, dsn.database)), "--batch", "100", "--wait", "120"]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, env=clean_env({})) for _ in range(k)]
+    time.sleep(WARM_IDLE)
+    cur.execute("BEGIN")
+    bench_bare.fill(cur, payloads)
+    cur.execute("COMMIT")
+    committed = time.time()
+    outputs = [proc.communicate(timeout=max(120.0, n / 50))[0] for proc in procs]
+    if any(proc.returncode for proc in procs):
+        raise RuntimeError(f"{name}: a bare drainer failed")
+    results = [json.loads(out) for out in outputs]
+    if sum(r["jobs"] for r in results) != n:
+        raise RuntimeError(f"{name}: the bare drainers did {sum(r['jobs'] for r in results)} of {n} jobs")
+    conn.close()
+    bench.drop(dsn.database)
+    return n / (max(r["last"] for r in results if r["last"]) - committed)
 
 
 # ---------------------------------------------------------------------------- W2
