@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-import signal
 import threading
+import time
+from collections.abc import Callable
 
 from systemd import daemon
 
 
-def alarm_pending() -> bool:
-    """True while the runner's time limit (an ITIMER_REAL alarm) has not yet expired."""
-    return signal.getitimer(signal.ITIMER_REAL)[0] > 0
+def no_job() -> float | None:
+    return None
 
 
 class Notifier:
@@ -22,6 +22,8 @@ class Notifier:
     keep-alive thread pings instead, but only as long as that limit has not passed: a handler
     stuck beyond it, or a stopped process, stops the pings and systemd's ``WatchdogSec=`` fires.
     Jobs in other slots leave the main loop free to ping; one stuck there makes the worker exit.
+    ``job_deadline`` says when the time limit of the job on the main thread ends (monotonic; None
+    when none runs there): the worker points it at its runner's alarm.
     """
 
     def __init__(self) -> None:
@@ -30,7 +32,7 @@ class Notifier:
         pid = os.environ.get("WATCHDOG_PID", "")
         watched = self.enabled and usec.isdigit() and int(usec) > 0 and (not pid or pid == str(os.getpid()))
         self.watchdog_interval = int(usec) / 1e6 / 2 if watched else None  # ping twice per period
-        self.in_job = False  # set by the worker around each job it runs on the main thread
+        self.job_deadline: Callable[[], float | None] = no_job
         self._closed = threading.Event()
         self._keepalive: threading.Thread | None = None
 
@@ -67,5 +69,6 @@ class Notifier:
     def _keep_alive(self) -> None:
         assert self.watchdog_interval is not None
         while not self._closed.wait(self.watchdog_interval / 2):
-            if self.in_job and alarm_pending():
+            deadline = self.job_deadline()
+            if deadline is not None and time.monotonic() < deadline:
                 self.watchdog()

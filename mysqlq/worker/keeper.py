@@ -76,6 +76,8 @@ class Keeper:
         self.wake = wake  # tells other workers that queues gained ready jobs
         self.slots = Slots(settings.concurrency, settings, runner)
         self.slots.doubtful = leases.doubtful
+        alarm = runner.alarm
+        notifier.job_deadline = lambda: alarm.deadline  # the keep-alive thread feeds the watchdog meanwhile
         self.inline_all = settings.concurrency == 1
         self.batches: dict[int, Batch] = {}
         self.by_queue = Durations()  # sizes claims
@@ -227,6 +229,7 @@ class Keeper:
                 self._flush(batch, final=False)
 
     def close(self) -> None:
+        self.runner.alarm.off()
         self.slots.close()
 
     # ------------------------------------------------------------------ helpers
@@ -241,9 +244,7 @@ class Keeper:
         except (DatabaseUnavailable, MySQLdb.Error) as exc:
             outcome = Outcome("release", 0.0, describe(exc))
         else:
-            self.notifier.in_job = True  # the keep-alive thread feeds the watchdog meanwhile
             outcome = self.runner.call(prepared, batch.batch_id, conn, alarm=True)
-            self.notifier.in_job = False
         if not self.inline_all:  # durations size claims and pick the main thread only with several slots
             self._observe(job, outcome)
         if job.id in self.cancels.requested:

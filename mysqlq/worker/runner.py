@@ -27,29 +27,58 @@ from mysqlq.worker.outcomes import Outcome
 JOB_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
 
 
-def _raise_timeout(signum: int, frame: object) -> None:
-    raise JobTimeout()
-
-
 class Alarm:
     """The per-job time limit on the main thread: SIGALRM raises JobTimeout in the running handler.
 
-    The handler is installed once; each job only arms and disarms the timer. Signals reach only
-    the main thread: jobs on other threads are timed by the worker's slots instead.
+    Jobs on the main thread are often quicker than the two system calls that would arm and disarm a
+    timer around each one, so the timer is lazy: a job only records its deadline, and the timer is
+    set only when none is pending or the pending one would ring after that deadline. When it rings
+    early (for a job since finished), the handler sets it again for the running job's deadline, or
+    lets it lapse when no job runs. A stream of quick jobs under one limit sets the timer about once
+    per limit's length instead of twice per job. Signals reach only the main thread: jobs on other
+    threads are timed by the worker's slots instead.
     """
 
     def __init__(self) -> None:
         self.enabled = threading.current_thread() is threading.main_thread()
+        self.deadline: float | None = None  # monotonic: when the running job's limit ends
+        self._rings_at: float | None = None  # when the pending timer goes off (None: none pending)
         if self.enabled:
-            signal.signal(signal.SIGALRM, _raise_timeout)
+            signal.signal(signal.SIGALRM, self._ring)
 
-    def arm(self, seconds: float) -> None:
+    def arm(self, seconds: float, now: float) -> None:
+        """A job started at ``now`` (monotonic) may run ``seconds``."""
         if self.enabled:
-            signal.setitimer(signal.ITIMER_REAL, seconds)
+            deadline = self.deadline = now + seconds
+            rings_at = self._rings_at
+            if rings_at is None or rings_at > deadline:
+                self._set(deadline - time.monotonic(), deadline)
 
     def disarm(self) -> None:
-        if self.enabled:
+        """The job returned: a pending timer that rings now finds no job and lapses."""
+        self.deadline = None
+
+    def off(self) -> None:
+        """No more jobs on this thread: the pending timer is cancelled."""
+        self.deadline = None
+        if self.enabled and self._rings_at is not None:
+            self._rings_at = None
             signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _set(self, seconds: float, rings_at: float) -> None:
+        self._rings_at = rings_at
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-6))  # 0 would cancel instead of ringing now
+
+    def _ring(self, signum: int, frame: object) -> None:
+        self._rings_at = None
+        deadline = self.deadline
+        if deadline is None:
+            return  # it was set for a job that has finished
+        left = deadline - time.monotonic()
+        if left > 0:
+            self._set(left, deadline)  # set for an earlier job: this one has time left
+            return
+        raise JobTimeout()
 
 
 def describe(exc: BaseException) -> str:
@@ -117,7 +146,7 @@ class Runner:
         self.cancels.started(prepared.job.id, ctx)
         try:
             if alarm:
-                self.alarm.arm(prepared.limit)
+                self.alarm.arm(prepared.limit, prepared.started)
             try:
                 if prepared.transactional:
                     assert conn is not None
