@@ -1,6 +1,7 @@
 """Many jobs at once in one worker: slots that overlap N-wide, async and plain handlers side by side,
-time limits off the main thread, a stuck handler, SIGTERM with jobs in flight, claims that do not
-hoard, a claim in doubt, handlers that call sys.exit(), and a stop while the server is unreachable."""
+time limits off the main thread, a stuck handler, SIGTERM with jobs in flight, claims that give back
+what they cannot start soon, a claim in doubt, handlers that call sys.exit(), and a stop while the
+server is unreachable."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 import pytest
 
 from mysqlq import Job
-from mysqlq.worker.claimsize import claim_limit
+from mysqlq.worker.claimsize import claim_limit, surplus
 
 from .conftest import MYSQLQ, QueueDB
 
@@ -123,18 +124,24 @@ def test_sigterm_finishes_every_job_in_flight_and_releases_the_rest(qdb: QueueDB
                if str(i) not in started)
 
 
-def test_slow_jobs_are_claimed_one_per_free_slot_so_no_worker_hoards(qdb: QueueDB) -> None:
+def test_slow_jobs_are_not_hoarded_a_blind_full_claim_gives_back_what_it_cannot_start_soon(qdb: QueueDB) -> None:
+    """Before a queue's durations are known a worker claims a full batch; once its first jobs have run
+    past the claim horizon it gives back what its slots cannot start soon and wakes the other worker."""
     a = qdb.worker("--concurrency", "2", "--name", "a")
     b = qdb.worker("--concurrency", "2", "--name", "b")
     qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers") == 2, what="two workers")
     with qdb.producer() as producer:
-        producer.enqueue_many([Job("test.span", {"seconds": 0.5}) for _ in range(8)])
+        producer.enqueue_many([Job("test.sleep", {"seconds": 0.5}) for _ in range(8)])
     qdb.wait_for(lambda: qdb.statuses() == {"done": 8}, timeout=60, what="the jobs to be done")
     assert a.poll() is None and b.poll() is None
-    # Never more jobs in one claim than free slots: nothing waited in one worker while the other idled.
-    assert qdb.scalar("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM mysqlq_jobs GROUP BY batch_id) t") <= 2
-    per_worker = dict(qdb.query("SELECT worker, COUNT(*) FROM mysqlq_jobs GROUP BY worker"))
+    rows = qdb.query("SELECT id, worker, attempts FROM mysqlq_jobs")
+    assert {attempts for _, _, attempts in rows} == {1}  # given back unspent: no attempt counted twice
+    per_worker = collections.Counter(worker for _, worker, _ in rows)
     assert set(per_worker) == {"a", "b"} and min(per_worker.values()) >= 2, per_worker  # (4 and 4 when idle)
+    released = [line for line in qdb.logs().splitlines() if "batch.released" in line]
+    assert released and all("left for other workers" in line for line in released), released
+    starts = [int(r[0]) for r in qdb.records() if r[2] == "start"]
+    assert sorted(starts) == sorted(job_id for job_id, _, _ in rows)  # each ran once
 
 
 @pytest.mark.parametrize("concurrency", ["1", "3"])
@@ -198,8 +205,9 @@ def test_sigterm_ends_the_wait_for_an_unreachable_server(qdb: QueueDB) -> None:
 
 
 def test_claims_are_sized_from_free_slots_and_recent_durations() -> None:
-    # No duration known yet: one job per free slot.
-    assert claim_limit(slots=5, free=5, stock=0, average=None, batch_size=100) == 5
+    # No duration known yet: a full claim, as for short jobs (the keeper gives back the surplus).
+    assert claim_limit(slots=5, free=5, stock=0, average=None, batch_size=100) == 100
+    assert claim_limit(slots=5, free=0, stock=99, average=None, batch_size=100) == 0
     # No-op jobs still come in batches of the full size; half-slow ones, one per slot plus what starts soon.
     assert claim_limit(slots=5, free=5, stock=0, average=0.0001, batch_size=100) == 100
     assert claim_limit(slots=5, free=5, stock=0, average=0.5, batch_size=100) == 5
@@ -212,6 +220,17 @@ def test_claims_are_sized_from_free_slots_and_recent_durations() -> None:
     assert claim_limit(slots=1, free=1, stock=0, average=None, batch_size=100) == 100
     assert claim_limit(slots=1, free=1, stock=0, average=5.0, batch_size=100) == 100
     assert claim_limit(slots=1, free=1, stock=3, average=0.0001, batch_size=100) == 0
+
+
+def test_a_blind_claim_keeps_what_its_slots_start_soon() -> None:
+    # Jobs of 0.5 s on 5 busy slots: none starts within the horizon, so all 95 unstarted go back.
+    assert surplus(slots=5, free=0, stock=95, average=0.5, batch_size=100) == 95
+    # A lower bound of 50 ms (the horizon): one per slot is kept.
+    assert surplus(slots=5, free=0, stock=15, average=0.05, batch_size=100) == 10
+    # Jobs of 10 ms: 25 start within the horizon, and the free slots take one each at once.
+    assert surplus(slots=5, free=2, stock=90, average=0.01, batch_size=100) == 63
+    # No-op jobs: the whole batch starts soon, nothing goes back.
+    assert surplus(slots=5, free=5, stock=99, average=0.00002, batch_size=100) == 0
 
 
 def test_the_heartbeat_extends_the_lease_of_every_batch_in_hand(qdb: QueueDB) -> None:

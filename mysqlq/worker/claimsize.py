@@ -26,26 +26,36 @@ class Durations:
         return self._average.get(key, unknown)
 
 
+def wanted(slots: int, free: int, average: float, batch_size: int) -> int:
+    """How many jobs the worker should hold unstarted or about to start: ``free`` slots start one at
+    once, and each of the ``slots`` starts another every ``average`` seconds, so ``slots * HORIZON /
+    average`` more start within the horizon."""
+    soon = slots * HORIZON / max(average, 1e-6)
+    return min(free + (math.floor(soon) if soon < batch_size else batch_size), batch_size)
+
+
 def claim_limit(slots: int, free: int, stock: int, average: float | None, batch_size: int) -> int:
     """How many jobs to claim now; 0 means not now.
 
-    ``free`` slots start a job at once; each of the ``slots`` then starts another every ``average``
-    seconds, so ``slots * HORIZON / average`` more start within the horizon. ``stock`` jobs are in
-    hand already, unstarted. Until a duration is known, one job per free slot. A claim smaller than
-    half of what could be wanted waits for the stock to run lower (claims stay batched).
+    ``stock`` jobs are in hand already, unstarted. Until a duration is known the claim is full, as
+    for short jobs, so a cold start loses no round trip; the keeper gives back what it cannot start
+    soon once the first job says how long they take (:func:`surplus`). A claim smaller than half of
+    what could be wanted waits for the stock to run lower (claims stay batched).
 
     One slot claims a whole batch once the last one is used up, as a worker always has: its jobs
     run one after another on the main thread.
     """
     if slots == 1:
         return batch_size if stock == 0 and free else 0
-    if average is None:
-        wanted = free
-    else:
-        soon = slots * HORIZON / max(average, 1e-6)
-        wanted = free + (math.floor(soon) if soon < batch_size else batch_size)
-    wanted = min(wanted, batch_size)
-    room = min(wanted, batch_size) - stock
-    if room <= 0 or (room < wanted / 2 and free == 0):
+    want = batch_size if average is None else wanted(slots, free, average, batch_size)
+    room = want - stock
+    if room <= 0 or (room < want / 2 and free == 0):
         return 0
     return room
+
+
+def surplus(slots: int, free: int, stock: int, average: float, batch_size: int) -> int:
+    """Of ``stock`` jobs claimed before their duration was known, how many to give back now that
+    ``average`` is known (or bounded from below by a job still running): those beyond what the slots
+    start within the horizon, left for other workers."""
+    return max(0, stock - wanted(slots, free, average, batch_size))

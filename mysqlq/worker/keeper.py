@@ -24,7 +24,7 @@ from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.systemd import Notifier
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, Database
-from mysqlq.worker.claimsize import Durations
+from mysqlq.worker.claimsize import HORIZON, Durations, surplus
 from mysqlq.worker.leases import Leases
 from mysqlq.worker.limits import Limits, keyed
 from mysqlq.worker.outcomes import Outcome, OutcomeBuffer
@@ -46,6 +46,7 @@ class Batch:
     log: Any
     ids: list[int]  # every job of the claim
     in_flight: int = 0
+    blind: bool = False  # claimed in full before its queue's durations were known (see shrink)
 
 
 def cancelled(outcome: Outcome) -> Outcome:
@@ -99,11 +100,24 @@ class Keeper:
     def empty(self) -> bool:
         return not self.batches and not self.slots.running
 
-    def add(self, batch_id: int, claimed_at: float, jobs: list[ClaimedJob]) -> None:
+    def add(self, batch_id: int, claimed_at: float, jobs: list[ClaimedJob], blind: bool = False) -> None:
+        """Take a claim in hand; ``blind``: sized before its queue's durations were known."""
         self.leases.hold(batch_id, claimed_at)
         self.cancels.hold(job.id for job in jobs)
         self.batches[batch_id] = Batch(batch_id, deque(jobs), OutcomeBuffer(batch_id, self.settings),
-                                       self.log.bind(batch_id=batch_id), [job.id for job in jobs])
+                                       self.log.bind(batch_id=batch_id), [job.id for job in jobs],
+                                       blind=blind and self.settings.concurrency > 1)
+
+    def estimate(self, queue: str, now: float) -> float | None:
+        """How long a job of ``queue`` takes: the recent average or, before one has finished, a lower
+        bound once one has run longer than the claim horizon (None: not known yet)."""
+        average = self.by_queue.get(queue)
+        if average is not None:
+            return average
+        starts = [r.prepared.started for r in self.slots.running.values() if r.job.queue == queue]
+        if starts and now - min(starts) >= HORIZON:
+            return now - min(starts)
+        return None
 
     def deadline(self) -> float | None:
         """When the worker must look again even if nothing happens: now when jobs wait to be started,
@@ -112,6 +126,11 @@ class Keeper:
             return time.monotonic()
         times = [batch.buffer.first_at + self.settings.flush_interval
                  for batch in self.batches.values() if batch.buffer.first_at is not None]
+        if self.slots.running and any(batch.blind and batch.jobs for batch in self.batches.values()):
+            # A blind claim is sized again once a job has run past the horizon without finishing.
+            at = min(r.prepared.started for r in self.slots.running.values()) + HORIZON
+            if at > time.monotonic():
+                times.append(at)
         job = self.slots.next_deadline(time.monotonic())
         if job is not None:
             times.append(job)
@@ -133,6 +152,7 @@ class Keeper:
         self.police(time.monotonic())
         self._yielded = False
         if starting and self.stuck is None:
+            self.shrink(time.monotonic())
             self.dispatch()
         else:
             self.release_stock()
@@ -156,6 +176,28 @@ class Keeper:
                 self._interrupted(batch, running.job, outcome)
                 continue
             batch.buffer.add(running.job, outcome)
+
+    def shrink(self, now: float) -> None:
+        """Give back what a blind claim holds beyond what the slots start soon, once a job of its queue
+        says how long they take: slow jobs are left to other workers (woken for them), not hoarded."""
+        for batch in list(self.batches.values()):
+            if not batch.blind:
+                continue
+            if not batch.jobs:
+                batch.blind = False
+                continue
+            queue = batch.jobs[0].queue
+            average = self.by_queue.get(queue)
+            estimate = average if average is not None else self.estimate(queue, now)
+            if estimate is None:
+                continue
+            batch.blind = average is None  # a lower bound only: size it again once one finishes
+            excess = min(len(batch.jobs), surplus(self.settings.concurrency, len(self.slots.free), self.stock,
+                                                  estimate, self.settings.batch_size))
+            if excess:
+                jobs = [batch.jobs.pop() for _ in range(excess)][::-1]
+                self._release(batch, jobs, note=f"jobs of {queue} take about {estimate:.3g} s: left for other workers")
+                self.wake({job.queue for job in jobs})
 
     def police(self, now: float) -> None:
         """A thread past its limit: its job is recorded failed now. One far past it: the worker is stuck."""
@@ -281,10 +323,11 @@ class Keeper:
                 self.wake(queues)
         self.report.written(batch.log, entries, lost)
 
-    def _release(self, batch: Batch, jobs: list[ClaimedJob]) -> None:
+    def _release(self, batch: Batch, jobs: list[ClaimedJob], note: str | None = None) -> None:
         """Give claimed jobs back unstarted (no attempt spent); outcomes pending go first."""
         self._flush(batch, final=False)
         ids = [job.id for job in jobs]
         if ids:
             released = self.db.run(lambda cur: claims.release(cur, batch.batch_id, ids))
-            batch.log.info("batch.released", jobs=released)
+            batch.log.info("batch.released", jobs=released, note=note)
+            self.cancels.let_go(ids)

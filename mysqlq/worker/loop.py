@@ -225,16 +225,16 @@ class Worker:
         """Claim what the slots can start soon (mysqlq.worker.claimsize); True when jobs came."""
         settings, lookout = self.settings, self.lookout
         first = lookout.first_queue()
-        average = keeper.by_queue.get(first) if first is not None else None
+        claimed_at = time.monotonic()  # the lease runs from no earlier than this
+        average = keeper.estimate(first, claimed_at) if first is not None else None
         limit = claim_limit(settings.concurrency, len(keeper.slots.free), keeper.stock, average, settings.batch_size)
         if not limit:
             return False
-        claimed_at = time.monotonic()  # the lease runs from no earlier than this
         batch_id, jobs, set_aside = self.claimer.claim(limit, lookout.paused)
         lookout.claimed(full=len(jobs) >= limit, set_aside=set_aside, found=bool(jobs) or set_aside)
         if not jobs:
             return False
-        keeper.add(batch_id, claimed_at, jobs)
+        keeper.add(batch_id, claimed_at, jobs, blind=average is None)
         self._report(keeper)
         return True
 
