@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import MutableMapping
+from collections.abc import Iterable, MutableMapping, Sequence
 from typing import Any
 
 from systemd import journal
@@ -62,6 +62,23 @@ class JournalRenderer:
             *(f"{field_name(key)}={value}" for key, value in items),
         ]
         return tuple(fields), {}
+
+
+def send_many(level: str, event: str, context: dict[str, Any], keys: Sequence[str],
+              rows: Iterable[tuple[Any, ...]]) -> None:
+    """One entry per row, each as :class:`JournalRenderer` renders ``context`` with the row's values
+    named by ``keys`` (the entries a batch's jobs log, without a renderer's work per entry)."""
+    names = [field_name(key) for key in keys]
+    leading = [f"{key}={_shown(value)}" for key, value in context.items() if value is not None and key not in TRAILING]
+    trailing = [f"{key}={_shown(value)}" for key, value in context.items() if value is not None and key in TRAILING]
+    constant = [f"PRIORITY={PRIORITIES.get(level, 6)}", f"SYSLOG_IDENTIFIER={IDENTIFIER}", f"MYSQLQ_EVENT={event}",
+                *(f"{field_name(key)}={value}" for key, value in context.items() if value is not None)]
+    sendv = journal.sendv
+    for row in rows:
+        shown = [f"{key}={_shown(value)}" for key, value in zip(keys, row, strict=True) if value is not None]
+        message = " ".join([event, *leading, *shown, *trailing])
+        sendv(f"MESSAGE={message}", *constant,
+              *(f"{name}={value}" for name, value in zip(names, row, strict=True) if value is not None))
 
 
 class JournalLogger:

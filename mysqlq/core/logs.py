@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any, TextIO
 
 import structlog
@@ -124,16 +124,45 @@ class ConsoleLine:
         self._second = -1
         self._stamp = ""
 
-    def __call__(self, logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> str:
+    def stamp(self) -> str:
         second = int(time.time())
         if second != self._second:
             self._second, self._stamp = second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
+        return self._stamp
+
+    def __call__(self, logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> str:
+        self.stamp()
         level = event_dict.pop("level", name)
         event = event_dict.pop("event", "")
         trace = event_dict.pop("exception", None)
         fields = " ".join(f"{key}={_value(value)}" for key, value in event_dict.items())
         line = f"{self._stamp} {level:<7} {event} {fields}".rstrip()
         return f"{line}\n{trace}" if trace else line
+
+
+    def many(self, level: str, event: str, context: dict[str, Any], keys: Sequence[str],
+             rows: Iterable[tuple[Any, ...]]) -> str:
+        """The lines of one event per row, as :meth:`__call__` renders each (context first), joined."""
+        head = " ".join([f"{self.stamp()} {level:<7} {event}", *(f"{key}={_value(value)}"
+                                                                 for key, value in context.items())])
+        template = " ".join([head.replace("%", "%%"), *(key.replace("%", "%%") + "=%s" for key in keys)]) + "\n"
+        rows = list(rows)
+        # A column whose values all show as they are (numbers, words) is formatted directly; another
+        # goes through _value (quoting) value by value. Queues and handlers repeat: few distinct values.
+        try:
+            plain = [all(_plain(value) for value in set(column)) for column in zip(*rows, strict=True)]
+        except TypeError:  # a value that cannot be hashed (a list, a dict) is not a plain one anyway
+            plain = [False] * len(keys)
+        if not all(plain):
+            rows = [tuple(value if keep else _value(value) for value, keep in zip(row, plain, strict=True))
+                    for row in rows]
+        return "".join([template % row for row in rows])
+
+
+def _plain(value: Any) -> bool:
+    """Whether _value shows ``value`` as str() does."""
+    kind = type(value)
+    return kind is int or kind is float or (kind is str and value != "" and " " not in value and "\n" not in value)
 
 
 def _value(value: Any) -> str:
@@ -157,6 +186,25 @@ class BufferedLogger:
 
 
 _buffer: TextIO | None = None
+# What log_many() writes through when the CLI configured console or journal output; None otherwise.
+_many: Callable[[str, str, dict[str, Any], Sequence[str], Iterable[tuple[Any, ...]]], None] | None = None
+_threshold = 0  # the configured level, as a number: events below it are not written
+LEVELS = logging.getLevelNamesMapping()
+
+
+def log_many(log: Any, level: str, event: str, keys: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> None:
+    """Log ``event`` once per row, the row's values named by ``keys``, through ``log`` (a logger of
+    :func:`get_logger`, or one it bound): the same entries, in order, as calling ``log.<level>(event,
+    key=value, ...)`` for each row, without structlog's per-event chain of processors. For the
+    worker's one line per job, written a batch at a time."""
+    many = _many
+    if many is None or isinstance(log, Logger):  # the library's records, or JSON: event by event
+        method = getattr(log, level)
+        for row in rows:
+            method(event, **dict(zip(keys, row, strict=True)))
+        return
+    if LEVELS[level.upper()] >= _threshold:
+        many(level, event, structlog.get_context(log), keys, rows)
 
 
 def flush() -> None:
@@ -204,20 +252,30 @@ def configure(fmt: str = "auto", level: str = "info") -> str:
     """Configure structlog for the whole process (the CLI owns it); returns the format chosen for ``auto``."""
     if fmt == "auto":
         fmt = "journal" if stderr_is_journal() else "console"
-    numeric = logging.getLevelNamesMapping()[level.upper()]
+    numeric = LEVELS[level.upper()]
     processors: list[Any] = [structlog.processors.add_log_level]
+    global _many, _threshold
+    _many, _threshold = None, numeric
     if fmt == "journal":
         from mysqlq.core import journal
 
         processors += [structlog.processors.format_exc_info, journal.JournalRenderer()]
         factory: Any = journal.logger_factory
+        _many = journal.send_many
     else:
+        stream = _buffered_stderr()
         if fmt == "json":
             processors += [structlog.processors.TimeStamper(fmt="iso", utc=True),
                            structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
         else:
-            processors += [structlog.processors.format_exc_info, ConsoleLine()]
-        stream = _buffered_stderr()
+            console = ConsoleLine()
+            processors += [structlog.processors.format_exc_info, console]
+
+            def write_many(level: str, event: str, context: dict[str, Any], keys: Sequence[str],
+                           rows: Iterable[tuple[Any, ...]]) -> None:
+                stream.write(console.many(level, event, context, keys, rows))
+
+            _many = write_many
         factory = lambda *args: BufferedLogger(stream)  # noqa: E731
     structlog.configure(
         processors=processors,

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mysqlq.core import logs
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.worker.metrics import NoMetrics
 from mysqlq.worker.outcomes import Outcome
+
+DONE_KEYS = ("job_id", "queue", "handler", "attempt", "duration")
 
 
 class Report:
@@ -15,16 +18,37 @@ class Report:
 
     def __init__(self, metrics: NoMetrics) -> None:
         self.metrics = metrics
+        self.counting = type(metrics) is not NoMetrics
         self.done = 0
         self.failed = 0
 
     def written(self, log: Any, entries: list[tuple[ClaimedJob, Outcome]], lost: set[int]) -> None:
-        """``entries`` were just written, in order; ``lost`` are the ids fenced out among them."""
+        """``entries`` were just written, in order; ``lost`` are the ids fenced out among them.
+
+        ``job.done`` lines, most of them, are written a run at a time (logs.log_many); any other
+        outcome is logged on its own, in its place."""
+        done: list[tuple[ClaimedJob, Outcome]] = []
         for job, outcome in entries:
+            if outcome.kind == "done" and (not lost or job.id not in lost):
+                done.append((job, outcome))
+                continue
+            if done:
+                self._done(log, done)
+                done = []
             if job.id in lost and outcome.kind != "lost":
                 log.warning("job.claim_lost", job_id=job.id, note="another worker took the claim over; nothing written")
             else:
                 self.outcome(log, job, outcome)
+        if done:
+            self._done(log, done)
+
+    def _done(self, log: Any, done: list[tuple[ClaimedJob, Outcome]]) -> None:
+        rows = [(job.id, job.queue, job.handler, job.attempt, round(outcome.duration, 6)) for job, outcome in done]
+        logs.log_many(log, "info", "job.done", DONE_KEYS, rows)
+        self.done += len(done)
+        if self.counting:
+            for job, outcome in done:
+                self.metrics.outcome(job, outcome)
 
     def outcome(self, log: Any, job: ClaimedJob, outcome: Outcome) -> None:
         fields = {"job_id": job.id, "queue": job.queue, "handler": job.handler, "attempt": job.attempt,
