@@ -32,7 +32,7 @@ def exporter_names(qdb: QueueDB) -> set[str]:
     qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers"), what="a worker to register")
     web = create_app(WebSettings(qdb.settings())).test_client().get("/metrics").get_data(as_text=True)
     worker = WorkerMetrics("w1", "default")
-    worker.outcome(ClaimedJob(1, "default", "h", b"{}", 1, 5, None, 0.0), Outcome("done", 0.01))
+    worker.outcome(ClaimedJob(1, "default", "h", b"{}", 1, 5, None), Outcome("done", 0.01))
     with worker.waiting():
         pass
     return served(web) | served(generate_latest(worker.registry).decode())

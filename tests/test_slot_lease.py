@@ -28,7 +28,7 @@ def run_one(doubtful: bool) -> tuple[str, int]:
     runner = CountingRunner()
     slots = Slots(1, Settings(), runner)  # type: ignore[arg-type]
     slots.doubtful = lambda batch_id: doubtful
-    job = ClaimedJob(1, "default", "test.record", b"{}", 1, 3, None, 0.0)
+    job = ClaimedJob(1, "default", "test.record", b"{}", 1, 3, None)
     slots.start(job, 7, Prepared(job, lambda payload, ctx: None, {}, 5.0, False, False, time.monotonic()))
     deadline = time.monotonic() + 10
     finished: list[Any] = []

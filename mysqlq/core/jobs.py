@@ -132,6 +132,7 @@ def _not_json(constant: str) -> Any:
 
 
 _STRICT = json.JSONDecoder(parse_constant=_not_json)
+_SCAN = _STRICT.scan_once  # type: ignore[attr-defined]  # the decoder's own scanner (C): decode() is it plus checks for whitespace around
 
 
 def decode_payload(data: bytes) -> Any:
@@ -146,8 +147,15 @@ def loads_strict(document: str | bytes) -> Any:
 
     One decoder made once (``json.loads`` with options builds a new one per call: it runs per job).
     """
+    text = document.decode() if isinstance(document, bytes) else document
     try:
-        return _STRICT.decode(document.decode() if isinstance(document, bytes) else document)
+        try:
+            value, end = _SCAN(text, 0)  # what a payload written by mysqlq is: one compact value
+        except StopIteration:
+            end = -1  # leading whitespace, or nothing that starts a value: decode() says which
+        if end == len(text):
+            return value
+        return _STRICT.decode(text)  # whitespace around the value, or extra data after it
     except RecursionError:
         raise ValueError("nested too deeply") from None
 
@@ -204,5 +212,4 @@ class ClaimedJob:
     attempt: int
     max_attempts: int
     time_limit: float | None
-    age: float  # seconds since it was enqueued, at claim time
     concurrency_key: str | None = None  # see mysqlq.worker.limits

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import starmap
 
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import execute, execute_in
@@ -61,11 +62,7 @@ CLAIMS = {"update": claim_update, "skip-locked": claim_skip_locked}
 
 def fetch_batch(cur: Cursor, batch_id: int) -> list[ClaimedJob]:
     execute(cur, "fetch_batch", {"batch_id": batch_id})
-    return [
-        ClaimedJob(id=row[0], queue=row[1], handler=row[2], payload=row[3], attempt=row[4],
-                   max_attempts=row[5], time_limit=row[6], age=row[7] / 1e6, concurrency_key=row[8])
-        for row in cur.fetchall()
-    ]
+    return list(starmap(ClaimedJob, cur.fetchall()))  # the statement's columns are the fields, in order
 
 
 def completed_ids(cur: Cursor, batch_id: int, ids: Sequence[int]) -> set[int]:

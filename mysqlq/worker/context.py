@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mysqlq.core.errors import JobCancelled
+from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store.db import Connection
 
 
@@ -12,16 +13,10 @@ class JobContext:
     """The running job: its id, attempt, queue, a logger bound to it, whether it was cancelled and, for
     transactional handlers, the connection whose open transaction also completes the job."""
 
-    __slots__ = ("_log", "attempt", "base_log", "cancelled", "conn", "handler", "job_id", "max_attempts", "queue",
-                 "worker")
+    __slots__ = ("_job", "_log", "base_log", "cancelled", "conn", "worker")
 
-    def __init__(self, job_id: int, attempt: int, max_attempts: int, queue: str, handler: str, worker: str,
-                 conn: Connection | None = None, base_log: Any = None) -> None:
-        self.job_id = job_id
-        self.attempt = attempt
-        self.max_attempts = max_attempts
-        self.queue = queue
-        self.handler = handler
+    def __init__(self, job: ClaimedJob, worker: str, conn: Connection | None = None, base_log: Any = None) -> None:
+        self._job = job  # made for every job: the fields are read from the claimed row when asked for
         self.worker = worker
         self.conn = conn
         self.base_log = base_log
@@ -29,6 +24,27 @@ class JobContext:
         # Set (from another thread) when the job was cancelled while it ran (``mysqlq cancel``): a
         # long handler checks it between steps, or calls stop_if_cancelled().
         self.cancelled = False
+
+    @property
+    def job_id(self) -> int:
+        return self._job.id
+
+    @property
+    def attempt(self) -> int:
+        """1 on the first run, 2 on the first retry, …"""
+        return self._job.attempt
+
+    @property
+    def max_attempts(self) -> int:
+        return self._job.max_attempts
+
+    @property
+    def queue(self) -> str:
+        return self._job.queue
+
+    @property
+    def handler(self) -> str:
+        return self._job.handler
 
     @property
     def log(self) -> Any:

@@ -219,17 +219,23 @@ class Keeper:
     def dispatch(self) -> None:
         """Start jobs while slots are free: in a slot, or on this thread (see the module's docstring)."""
         # The hot path of no-op jobs: lookups hoisted out of the loop.
-        slots, prepare, quick, doubtful = self.slots, self.runner.prepare, self.by_handler.get_or, self.leases.doubtful
-        inline_all, until, requested = self.inline_all, time.monotonic() + INLINE_TURN, self.cancels.requested
+        slots, prepare, quick, leases = self.slots, self.runner.prepare, self.by_handler.get_or, self.leases
+        monotonic, inline_all, requested = time.monotonic, self.inline_all, self.cancels.requested
+        until = monotonic() + INLINE_TURN
         for batch in list(self.batches.values()):
             jobs, batch_id, buffer = batch.jobs, batch.batch_id, batch.buffer
+            safe_until = leases.safe_until(batch_id)
             while jobs and slots.free and not self.halted:
-                if doubtful(batch_id):
+                now = monotonic()
+                if now >= safe_until and now >= (safe_until := leases.safe_until(batch_id)):
                     batch.log.warning("batch.abandoned", jobs=len(jobs),
                                       note="the claim's lease may have lapsed; running none of the rest")
                     self._release(batch, list(jobs))
                     jobs.clear()
                     break
+                if now >= until or buffer.due(now):
+                    self._yielded = True  # the loop's turn: watchdog, polls, outcomes due
+                    return
                 job = jobs.popleft()
                 if requested and job.id in requested:  # cancelled before it started
                     buffer.add(job, Outcome("cancelled", 0.0, "cancelled before it started", recorded=True))
@@ -242,9 +248,6 @@ class Keeper:
                                                              and quick(job.handler, 1.0) < INLINE_BELOW)):
                     if not self._run_inline(batch, prepared):
                         break
-                    if jobs and (time.monotonic() >= until or buffer.due()):
-                        self._yielded = True  # the loop's turn: watchdog, polls, outcomes due
-                        return
                     continue
                 slots.start(job, batch_id, prepared)
                 batch.in_flight += 1

@@ -34,8 +34,12 @@ class Leases:
         """The heartbeat's last round: when each batch that was still ours was extended."""
         self._extended = extensions
 
+    def safe_until(self, batch_id: int) -> float:
+        """The monotonic time from which the batch's lease could lapse before the next heartbeat
+        extends it (from its claim, or the last extension that found it still ours). It only moves
+        later: a caller may keep it while it starts jobs, and ask again once it has passed."""
+        return max(self._held.get(batch_id, 0.0), self._extended.get(batch_id, 0.0)) + self.margin
+
     def doubtful(self, batch_id: int) -> bool:
-        """True when the batch's lease could lapse before the next heartbeat extends it (from its
-        claim, or the last extension that found it still ours)."""
-        since = max(self._held.get(batch_id, 0.0), self._extended.get(batch_id, 0.0))
-        return time.monotonic() - since >= self.margin
+        """True when the batch's lease could lapse before the next heartbeat extends it."""
+        return time.monotonic() >= self.safe_until(batch_id)

@@ -66,8 +66,8 @@ class OutcomeBuffer:
         else:
             self.failed.append((job, outcome))
 
-    def due(self) -> bool:
-        return self.first_at is not None and time.monotonic() - self.first_at >= self.settings.flush_interval
+    def due(self, now: float | None = None) -> bool:
+        return self.first_at is not None and (now or time.monotonic()) - self.first_at >= self.settings.flush_interval
 
     def flush(self, db: Database, final: bool = False) -> tuple[list[tuple[ClaimedJob, Outcome]], set[int]]:
         """Write everything pending; returns the outcomes added since the last flush (in order) and

@@ -113,6 +113,7 @@ class Runner:
         self.log = log
         self.cancels = cancels  # how a job cancelled while it runs is asked to stop
         self.alarm = Alarm()
+        self.worker_name = settings.worker_name
         self._traits: dict[Callable[..., Any], tuple[float | None, bool, bool]] = {}
 
     def prepare(self, job: ClaimedJob) -> Prepared | Outcome:
@@ -136,9 +137,7 @@ class Runner:
         return Prepared(job, func, payload, limit, traits[1], traits[2], started)
 
     def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
-        job = prepared.job
-        return JobContext(job_id=job.id, attempt=job.attempt, max_attempts=job.max_attempts, queue=job.queue,
-                          handler=job.handler, worker=self.settings.worker_name, conn=conn, base_log=self.log)
+        return JobContext(prepared.job, self.worker_name, conn, self.log)
 
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
         """Call a plain handler; with ``alarm``, SIGALRM ends it at its limit (main thread only)."""

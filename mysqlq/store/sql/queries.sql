@@ -171,8 +171,8 @@ UPDATE mysqlq_jobs
 
 -- name: fetch_batch
 -- Read a claimed batch back by its claim token (the jobs of the batch still running).
-SELECT id, queue, handler, payload, attempts, max_attempts, time_limit,
-       TIMESTAMPDIFF(MICROSECOND, enqueued_at, NOW(6)) AS age_us, concurrency_key
+-- The columns in the order of mysqlq.core.jobs.ClaimedJob's fields.
+SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) WHERE running_batch = %(batch_id)s
  ORDER BY priority, id;
 
