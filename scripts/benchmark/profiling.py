@@ -1,6 +1,8 @@
-"""Profile the worker's hot loop: one ``mysqlq worker --burst`` draining N bench.noop jobs under py-spy.
+"""Profile the worker's hot loop: one ``mysqlq worker --burst`` draining N bench.noop jobs under py-spy;
+and measure its CPU per job without a profiler.
 
     .venv/bin/python scripts/bench --only profile [--quick]
+    .venv/bin/python scripts/bench --only cpu [--quick] [--runs N]
 
 Needs py-spy in the venv (``.venv/bin/pip install py-spy``).  Prints, for the worker's main thread,
 the share of sampled (non-idle) time spent in each function (inclusive) and the top self-time lines,
@@ -10,12 +12,13 @@ and leaves the raw collapsed stacks in /tmp/mysqlq-bench-profile.txt for flamegr
 from __future__ import annotations
 
 import collections
+import os
 import pathlib
 import shutil
 import subprocess
 import time
 
-from benchmark.common import BIN, MYSQLQ, Bench, clean_env, dsn_url, fill_jobs, note, status_counts
+from benchmark.common import BIN, MYSQLQ, Bench, clean_env, dsn_url, fill_jobs, median, note, status_counts
 
 OUTPUT = pathlib.Path("/tmp/mysqlq-bench-profile.txt")
 RATE = 250  # samples per second
@@ -52,6 +55,58 @@ def analyse(raw: str, top: int = 40) -> str:
     out += ["", "self (function:line):"]
     out += [f"  {100 * n / total:5.1f}%  {name}" for name, n in own.most_common(25)]
     return "\n".join(out)
+
+
+def worker_cpu(bench: Bench, n: int, level: str, options: list[str]) -> tuple[float, float, float, dict[str, int]]:
+    """One burst worker draining ``n`` fresh bench.noop jobs (stderr, at ``level``, to a file): its user
+    and sys CPU seconds (the process's own, start-up included) and the wall time."""
+    dsn = bench.fresh("cpu")
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    fill_jobs(cur, n)
+    log = bench.tmp / "cpu.log"
+    args = [MYSQLQ, "--dsn", dsn_url(dsn), "--log-level", level, "worker", "--burst", "--hint-dir",
+            str(bench.hint_dir), *options]
+    t0 = time.perf_counter()
+    with log.open("wb") as err:
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=clean_env({}))
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode:
+        raise SystemExit(f"worker exited {proc.returncode}: {log.read_text()[-2000:]}")
+    counts = status_counts(cur)
+    conn.close()
+    return usage.ru_utime, usage.ru_stime, elapsed, counts
+
+
+def cpu_main(quick: bool = False, runs: int = 3) -> int:
+    """The worker's CPU per no-op job at default settings (info logging to a file), start-up included,
+    and the start-up alone (a worker that finds no job), medians of ``runs``."""
+    n = 20_000 if quick else 100_000
+    bench = Bench(quick, runs)
+    try:
+        for label, level, options in (("default (info)", "info", []), ("--log-level warning", "warning", []),
+                                      ("--concurrency 1", "info", ["--concurrency", "1"])):
+            per_job, users, syss, walls = [], [], [], []
+            for _ in range(runs):
+                user, sys_, wall, counts = worker_cpu(bench, n, level, options)
+                if counts.get("done") != n:
+                    raise SystemExit(f"not every job was done: {counts}")
+                per_job.append((user + sys_) / n * 1e6)
+                users.append(user)
+                syss.append(sys_)
+                walls.append(wall)
+            idle = [sum(worker_cpu(bench, 0, level, options)[:2]) for _ in range(runs)]
+            start = median(idle)
+            each = ", ".join(f"{x:.2f}" for x in per_job)
+            print(f"{label:<22} {n} jobs: {median(per_job):5.2f} µs CPU/job (runs {each}); "
+                  f"user {median(users):.2f} s + sys {median(syss):.2f} s; wall {median(walls):.2f} s; "
+                  f"start-up alone {start:.2f} s, so {(median(per_job) * n / 1e6 - start) / n * 1e6:.2f} µs/job "
+                  f"after it", flush=True)
+    finally:
+        bench.close()
+    return 0
 
 
 def main(quick: bool = False) -> int:
