@@ -38,10 +38,10 @@ from typing import Any
 import MySQLdb
 from mysqlq_harness.galera import PrivateGalera
 from mysqlq_harness.mariadb import PrivateMariaDB
-from mysqlq_harness.waiting import stop_processes, wait_done, wait_for
+from mysqlq_harness.waiting import done_jobs, stop_processes, wait_done, wait_for
 
 import mysqlq
-from benchmark.common import MYSQLQ, clean_env, fill_jobs, median, note, percentile, recorded_latencies
+from benchmark.common import MYSQLQ, clean_env, fill_jobs, median, note, percentile, recorded_latencies, tail
 
 BATCHES = (10, 100, 500)
 SYNC_WAITS = (0, 1, 3)  # 1: reads wait for causality; 3: reads, UPDATE and DELETE (the claim) too
@@ -97,9 +97,33 @@ class Run:
                                                    stdout=subprocess.DEVNULL, stderr=log, env=clean_env(extra)))
         return started
 
-    def wait_done(self, timeout: float = 600) -> float:
-        """Until every job of the run is done; time.perf_counter() then."""
-        return wait_done(self.cur, self.n, timeout=timeout)
+    def wait_done(self, timeout: float = 600, stall: float = 60) -> float:
+        """Until every job of the run is done; time.perf_counter() then. Fails at once, with the
+        workers' log, when a worker has exited, and when no job was done for ``stall`` seconds: in
+        the partitioned layout nobody else would take a stopped worker's queue."""
+        counts = [-1, time.monotonic()]  # the last count of done jobs, and when it last moved
+
+        def finished() -> bool:
+            done = done_jobs(self.cur)
+            if done >= self.n:
+                return True
+            if done != counts[0]:
+                counts[:] = [done, time.monotonic()]
+            exited = [f"w{i} (status {proc.returncode})" for i, proc in enumerate(self.procs, 1)
+                      if proc.poll() is not None]
+            stalled = time.monotonic() - counts[1] > stall
+            if exited or stalled:
+                raise RuntimeError(f"{self.database}: {done} of {self.n} jobs done; "
+                                   f"{'exited: ' + ', '.join(exited) if exited else f'none done for {stall:g} s'}; "
+                                   f"by status {self.statuses()}\n{tail(self.tmp / f'{self.database}.log', 40)}")
+            return False
+
+        wait_for(finished, f"{self.n} jobs to be done", timeout, interval=0.05)
+        return time.perf_counter()
+
+    def statuses(self) -> dict[str, int]:
+        self.cur.execute("SELECT CONCAT(status, '/', queue), COUNT(*) FROM mysqlq_jobs GROUP BY 1")
+        return {str(key): int(count) for key, count in self.cur.fetchall()}
 
     def close(self) -> None:
         stop_processes(self.procs)
