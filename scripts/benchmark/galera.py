@@ -4,14 +4,20 @@ Figures, each the median of the runs (min and max beside it):
 
 - Drain (W1 on the cluster, K=3 workers) against W1 K=3 on one plain server, in three layouts
   (jobs/s from the first claim to the last completion; ``ratio_plain`` is the median of each run's
-  ratio to the plain server of the same run):
+  ratio to a drain of the plain server run just before it, so that other load on the machine falls
+  on both sides of a ratio):
   ``one_writer`` (every worker's DSN lists the nodes in the same order, so all write through the
   first: no certification conflicts), ``spread`` (worker i lists node i first: writes from three
   nodes at once on the same rows) and ``partitioned`` (worker i lists node i first and works its
   own queue; each job was put in queue ``p<id mod 3>``, so the nodes claim disjoint rows); at batch
   sizes 10, 100 (the default) and 500; and one_writer and spread again with ``wsrep_sync_wait=3``
-  on every session. ``conflicts`` is the number of transactions the cluster aborted meanwhile
-  (``wsrep_local_cert_failures`` + ``wsrep_local_bf_aborts``, summed over the nodes).
+  on every session, and one_writer with ``binlog_row_image=MINIMAL`` (``one_writer_minimal``: a
+  writeset carries the key and the changed columns instead of whole rows). ``conflicts`` is the
+  number of transactions the cluster aborted meanwhile (``wsrep_local_cert_failures`` +
+  ``wsrep_local_bf_aborts``, summed over the nodes); ``server_us_job`` and ``workers_us_job`` the CPU
+  per job of all the servers (on the cluster, its three nodes) and of the workers (start-up
+  included); ``flow_control_paused_s`` how long flow control held the cluster's writers.
+  A drain stops with the workers' log when a worker exits or nothing is done for a minute.
 - Latency across nodes: one idle worker on node 2, a producer enqueueing through node 1 every
   20 ms (the local hint wakes the worker at once): start minus enqueue, p50 / p95 ms, and how many
   jobs of all runs waited for a poll (> 500 ms), with ``wsrep_sync_wait`` 0, 1 and 3 on the worker's sessions.
@@ -26,6 +32,7 @@ the ratios, not the absolute rates.
 from __future__ import annotations
 
 import contextlib
+import os
 import pathlib
 import shutil
 import subprocess
@@ -33,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import MySQLdb
@@ -41,13 +49,27 @@ from mysqlq_harness.mariadb import PrivateMariaDB
 from mysqlq_harness.waiting import done_jobs, stop_processes, wait_done, wait_for
 
 import mysqlq
-from benchmark.common import MYSQLQ, clean_env, fill_jobs, median, note, percentile, recorded_latencies, tail
+from benchmark.common import (
+    MYSQLQ,
+    clean_env,
+    fill_jobs,
+    median,
+    note,
+    percentile,
+    proc_cpu_ticks,
+    recorded_latencies,
+    tail,
+)
 
 BATCHES = (10, 100, 500)
 SYNC_WAITS = (0, 1, 3)  # 1: reads wait for causality; 3: reads, UPDATE and DELETE (the claim) too
 LATE_MS = 500.0  # a job that started later than this waited for a poll, not a hint
 TOP_UP = 300  # jobs added during the recovery figure whenever fewer are ready
 CONFLICT_COUNTERS = ("wsrep_local_cert_failures", "wsrep_local_bf_aborts")
+# Where a cluster's time goes: writesets replicated and applied, time paused by flow control (ns).
+WSREP_STATUS = ("wsrep_replicated", "wsrep_received", "wsrep_flow_control_paused_ns", "wsrep_flow_control_sent",
+                "wsrep_replicated_bytes", "wsrep_local_send_queue_avg", "wsrep_apply_window", "wsrep_commit_window")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def dsn_for(ports: Sequence[int], database: str) -> str:
@@ -165,20 +187,79 @@ def sync_wait(ports: Sequence[int], value: int) -> Iterator[None]:
                 conn.close()
 
 
+@dataclass
+class Drained:
+    """One drain: jobs/s, the transactions the cluster aborted, and CPU per job (µs) of the servers
+    (all nodes together) and of the workers (start-up included); ``wsrep`` is the change of some
+    wsrep_* counters summed over the nodes (replication's cost: flow control, certification)."""
+
+    rate: float
+    aborts: int
+    server_us: float
+    workers_us: float
+    wsrep: dict[str, float]
+
+
+def server_ticks(pids: Sequence[int | None]) -> int:
+    return sum(proc_cpu_ticks(pid) for pid in pids if pid)
+
+
+def wsrep_status(ports: Sequence[int]) -> dict[str, float]:
+    """WSREP_STATUS counters summed over the nodes (empty on a plain server)."""
+    total: dict[str, float] = {}
+    for port in ports:
+        conn = connect(port)
+        with conn.cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (" + ", ".join(["%s"] * len(WSREP_STATUS)) + ")",
+                        WSREP_STATUS)
+            for name, value in cur.fetchall():
+                with contextlib.suppress(ValueError):
+                    total[str(name)] = total.get(str(name), 0.0) + float(value)
+        conn.close()
+    return total
+
+
+@contextlib.contextmanager
+def row_image(ports: Sequence[int], value: str) -> Iterator[None]:
+    """``binlog_row_image`` for every session opened meanwhile on the cluster: FULL (the server's
+    default) replicates every column of a changed row, before and after; MINIMAL the key and what changed."""
+    for port in ports:
+        conn = connect(port)
+        with conn.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_row_image = %s", (value,))
+        conn.close()
+    try:
+        yield
+    finally:
+        for port in ports:
+            with contextlib.suppress(MySQLdb.Error):
+                conn = connect(port)
+                with conn.cursor() as cur:
+                    cur.execute("SET GLOBAL binlog_row_image = 'FULL'")
+                conn.close()
+
+
 def drain(tmp: pathlib.Path, port: int, database: str, n: int, dsns: Sequence[str], *,
-          batch: int | None = None, partitioned: bool = False, cluster_ports: Sequence[int] = ()) -> tuple[float, int]:
-    """Jobs per second for K workers draining N jobs, and the cluster's aborted transactions meanwhile."""
+          batch: int | None = None, partitioned: bool = False, cluster_ports: Sequence[int] = (),
+          server_pids: Sequence[int | None] = ()) -> Drained:
+    """K workers draining N jobs: jobs/s, the cluster's aborted transactions and the CPU meanwhile."""
     run = Run(tmp, port, database, n, partitions=len(dsns) if partitioned else 0)
     queues = [f"p{i % len(dsns)}" for i in range(1, len(dsns) + 1)] if partitioned else None
     try:
         before = conflicts(cluster_ports)
+        status = wsrep_status(cluster_ports)
+        ticks = server_ticks(server_pids)
         run.start(dsns, batch=batch, queues=queues)
         run.wait_done()
+        server_us = (server_ticks(server_pids) - ticks) / CLK_TCK / n * 1e6
+        pids = [proc.pid for proc in run.procs]
+        workers_us = sum(proc_cpu_ticks(pid) for pid in pids) / CLK_TCK / n * 1e6
+        wsrep = {name: value - status.get(name, 0.0) for name, value in wsrep_status(cluster_ports).items()}
         # From the first claim to the last completion, by the servers' clocks (one host): the three
         # workers' start-up varies more than the drain itself on a loaded 2-core machine.
         run.cur.execute("SELECT TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at)) FROM mysqlq_jobs")
         rate = n / (int(run.cur.fetchone()[0]) / 1e6)
-        return rate, conflicts(cluster_ports) - before
+        return Drained(rate, conflicts(cluster_ports) - before, server_us, workers_us, wsrep)
     finally:
         run.close()
 
@@ -248,14 +329,28 @@ def recovery(tmp: pathlib.Path, cluster: PrivateGalera, database: str, n: int) -
 
 
 def main(quick: bool = False, runs: int = 3) -> int:
-    n = 3000 if quick else 10_000
+    n = 6000 if quick else 20_000
     latency_jobs = 50 if quick else 150
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="mysqlq-bench-galera-"))
     plain = PrivateMariaDB(tmp / "plain", die_with_parent=True)
     cluster = PrivateGalera(tmp / "galera", die_with_parent=True)
     rates: dict[tuple[str, int, int], list[float]] = {}
     aborted: dict[tuple[str, int, int], list[float]] = {}
-    delays: dict[int, list[float]] = {wait: [] for wait in SYNC_WAITS}
+    cpu: dict[tuple[str, int, int], list[tuple[float, float]]] = {}  # (servers, workers) µs per job
+    flow: dict[tuple[str, int, int], list[dict[str, float]]] = {}
+    ratios: dict[tuple[str, int, int], list[float]] = {}
+    delays: dict[int, list[list[float]]] = {wait: [] for wait in SYNC_WAITS}
+
+    def record(key: tuple[str, int, int], got: Drained, plain_rate: float) -> None:
+        rates.setdefault(key, []).append(got.rate)
+        ratios.setdefault(key, []).append(got.rate / plain_rate)
+        aborted.setdefault(key, []).append(got.aborts)
+        cpu.setdefault(key, []).append((got.server_us, got.workers_us))
+        flow.setdefault(key, []).append(got.wsrep)
+        note(f"  {got.rate:.0f} jobs/s, {got.aborts} transactions aborted by the cluster; CPU per job "
+             f"{got.server_us:.0f} µs in the servers, {got.workers_us:.0f} µs in the workers; "
+             + ", ".join(f"{k.removeprefix('wsrep_')}={v:.4g}" for k, v in got.wsrep.items()))
+
     recovered: dict[str, list[float]] = {"commits_s": [], "worker_s": []}
     try:
         note("starting a private server and a private 3-node Galera cluster")
@@ -265,23 +360,25 @@ def main(quick: bool = False, runs: int = 3) -> int:
         spread = [ports[i:] + ports[:i] for i in range(3)]
         print(f"# galera: 3 nodes on loopback (mysqlq_harness.galera), N={n}, K=3, runs={runs}", flush=True)
         for r in range(runs):
-            cases: list[tuple[str, int, int]] = [("plain", 100, 0)]
-            cases += [(mode, batch, 0) for mode in ("one_writer", "spread") for batch in BATCHES]
+            cases = [(mode, batch, 0) for mode in ("one_writer", "spread") for batch in BATCHES]
             cases += [("partitioned", batch, 0) for batch in (100, 500)]
-            cases += [("one_writer", 100, 3), ("spread", 100, 3)]
-            for mode, batch, wait in cases:
+            cases += [("one_writer", 100, 3), ("spread", 100, 3), ("one_writer_minimal", 100, 0)]
+            for c, (mode, batch, wait) in enumerate(cases):
+                # Each case right after a drain of the plain server: its ratio is to that drain, so a
+                # burst of other work on the machine lands on both sides of it, not on one.
+                name = f"gpl{c}r{r}"
+                note(f"galera run {r + 1}: plain, batch 100, before {mode}")
+                base = drain(tmp, plain.port, name, n, [dsn_for([plain.port], name)] * 3, batch=100,
+                             server_pids=[plain.pid])
+                record(("plain", 100, 0), base, base.rate)
                 note(f"galera run {r + 1}: {mode}, batch {batch}, wsrep_sync_wait={wait}")
-                name = f"g{mode[:2]}{batch}w{wait}r{r}"
-                if mode == "plain":
-                    rate, aborts = drain(tmp, plain.port, name, n, [dsn_for([plain.port], name)] * 3, batch=batch)
-                else:
-                    dsns = [dsn_for(ports, name)] * 3 if mode == "one_writer" else [dsn_for(o, name) for o in spread]
-                    with sync_wait(ports, wait):
-                        rate, aborts = drain(tmp, ports[0], name, n, dsns, batch=batch,
-                                             partitioned=mode == "partitioned", cluster_ports=ports)
-                rates.setdefault((mode, batch, wait), []).append(rate)
-                aborted.setdefault((mode, batch, wait), []).append(aborts)
-                note(f"  {rate:.0f} jobs/s, {aborts} transactions aborted by the cluster")
+                name = f"g{mode[:2]}{batch}w{wait}c{c}r{r}"
+                one = mode.startswith("one_writer")
+                dsns = [dsn_for(ports, name)] * 3 if one else [dsn_for(order, name) for order in spread]
+                with sync_wait(ports, wait), row_image(ports, "MINIMAL" if mode.endswith("minimal") else "FULL"):
+                    got = drain(tmp, ports[0], name, n, dsns, batch=batch, partitioned=mode == "partitioned",
+                                cluster_ports=ports, server_pids=[node.pid for node in cluster.nodes])
+                record((mode, batch, wait), got, base.rate)
             for wait in SYNC_WAITS:
                 note(f"galera run {r + 1}: latency across nodes, wsrep_sync_wait={wait}")
                 values = latency(tmp, cluster, f"glat{wait}r{r}", latency_jobs, wait)
@@ -297,12 +394,15 @@ def main(quick: bool = False, runs: int = 3) -> int:
         cluster.kill()
         plain.kill()
         shutil.rmtree(tmp, ignore_errors=True)
-    base = rates[("plain", 100, 0)]
     for (mode, batch, wait), values in rates.items():
-        ratios = [value / plain_rate for value, plain_rate in zip(values, base, strict=True)]
+        key = (mode, batch, wait)
+        paused = [f.get("wsrep_flow_control_paused_ns", 0.0) / 1e9 for f in flow[key]]
         print(f"galera mode={mode} batch={batch} sync_wait={wait} k=3 n={n} jobs_s={median(values):.0f} "
-              f"jobs_s_min={min(values):.0f} jobs_s_max={max(values):.0f} ratio_plain={median(ratios):.2f} "
-              f"(min {min(ratios):.2f}, max {max(ratios):.2f}) conflicts={median(aborted[(mode, batch, wait)]):.0f}")
+              f"jobs_s_min={min(values):.0f} jobs_s_max={max(values):.0f} ratio_plain={median(ratios[key]):.2f} "
+              f"(min {min(ratios[key]):.2f}, max {max(ratios[key]):.2f}) conflicts={median(aborted[key]):.0f} "
+              f"server_us_job={median([c[0] for c in cpu[key]]):.0f} "
+              f"workers_us_job={median([c[1] for c in cpu[key]]):.0f} "
+              f"flow_control_paused_s={median(paused):.2f}")
     for wait, per_run in delays.items():
         p50s = [percentile(values, 50) for values in per_run]
         p95s = [percentile(values, 95) for values in per_run]
