@@ -116,7 +116,7 @@ def test_enqueue_on_refuses_nan_and_writes_nothing(qdb: QueueDB) -> None:
 
 
 @pytest.mark.parametrize("stored", [b'{"x": NaN}', b"Infinity", b"[-Infinity]", b"[" * DEEP + b"]" * DEEP,
-                                    b"\xff{}", b"{"])
+                                    b"\xff{}", b"{", b"", b"  ", b"1 2", b'{"a":1}x', b" [NaN] "])
 def test_decode_payload_refuses_what_is_not_json(stored: bytes) -> None:
     # The worker's decode: a job whose stored payload is any of these is dead at once as invalid JSON.
     with pytest.raises(ValueError):
@@ -126,6 +126,9 @@ def test_decode_payload_refuses_what_is_not_json(stored: bytes) -> None:
 def test_decode_payload_reads_json() -> None:
     assert decode_payload('{"a":[1,2.5,"é",null,true]}'.encode()) == {"a": [1, 2.5, "é", None, True]}
     assert decode_payload(b"1e400") == math.inf  # a number too large for a float is JSON; NaN is not
+    # Whitespace around the value (not how mysqlq writes it) goes through the whole decoder, and is JSON.
+    assert decode_payload(b' {"a": 1}\n') == {"a": 1}
+    assert decode_payload(b"null") is None
 
 
 # ---------------------------------------------------------------------------- enqueue_many given the wrong thing
