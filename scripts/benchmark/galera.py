@@ -168,23 +168,31 @@ def conflicts(ports: Sequence[int]) -> int:
     return total
 
 
+# The server settings a case changes, and the defaults they are put back to afterwards.
+DEFAULTS: dict[str, int | str] = {"wsrep_sync_wait": 0, "binlog_row_image": "FULL"}
+
+
 @contextlib.contextmanager
-def sync_wait(ports: Sequence[int], value: int) -> Iterator[None]:
-    """``wsrep_sync_wait`` for every session opened meanwhile on the cluster (the workers' included)."""
-    for port in ports:
-        conn = connect(port)
-        with conn.cursor() as cur:
-            cur.execute("SET GLOBAL wsrep_sync_wait = %s", (value,))
-        conn.close()
+def global_setting(ports: Sequence[int], name: str, value: int | str) -> Iterator[None]:
+    """``SET GLOBAL name`` on every node for the sessions opened meanwhile (the workers' included):
+    ``wsrep_sync_wait`` (1: reads wait for causality, 3: the claim too) or ``binlog_row_image``
+    (FULL replicates every column of a changed row, before and after; MINIMAL the key and what changed)."""
+    if name not in DEFAULTS:
+        raise ValueError(f"not a setting of this benchmark: {name}")
+
+    def put(setting: int | str) -> None:
+        for port in ports:
+            conn = connect(port)
+            with conn.cursor() as cur:
+                cur.execute(f"SET GLOBAL {name} = %s", (setting,))
+            conn.close()
+
+    put(value)
     try:
         yield
     finally:
-        for port in ports:
-            with contextlib.suppress(MySQLdb.Error):
-                conn = connect(port)
-                with conn.cursor() as cur:
-                    cur.execute("SET GLOBAL wsrep_sync_wait = 0")
-                conn.close()
+        with contextlib.suppress(MySQLdb.Error):
+            put(DEFAULTS[name])
 
 
 @dataclass
@@ -217,26 +225,6 @@ def wsrep_status(ports: Sequence[int]) -> dict[str, float]:
                     total[str(name)] = total.get(str(name), 0.0) + float(value)
         conn.close()
     return total
-
-
-@contextlib.contextmanager
-def row_image(ports: Sequence[int], value: str) -> Iterator[None]:
-    """``binlog_row_image`` for every session opened meanwhile on the cluster: FULL (the server's
-    default) replicates every column of a changed row, before and after; MINIMAL the key and what changed."""
-    for port in ports:
-        conn = connect(port)
-        with conn.cursor() as cur:
-            cur.execute("SET GLOBAL binlog_row_image = %s", (value,))
-        conn.close()
-    try:
-        yield
-    finally:
-        for port in ports:
-            with contextlib.suppress(MySQLdb.Error):
-                conn = connect(port)
-                with conn.cursor() as cur:
-                    cur.execute("SET GLOBAL binlog_row_image = 'FULL'")
-                conn.close()
 
 
 def drain(tmp: pathlib.Path, port: int, database: str, n: int, dsns: Sequence[str], *,
@@ -272,7 +260,7 @@ def latency(tmp: pathlib.Path, cluster: PrivateGalera, database: str, jobs: int,
     record.unlink(missing_ok=True)
     run = Run(tmp, ports[0], database, 0)
     try:
-        with sync_wait(ports, wait):
+        with global_setting(ports, "wsrep_sync_wait", wait):
             run.start([dsn_for(ports[1:] + ports[:1], database)], env={"MYSQLQ_BENCH_LATENCY_FILE": str(record)})
             settings = mysqlq.Settings(dsn=mysqlq.Dsn.parse(dsn_for(ports, database)), hint_dir=str(tmp / "hints"))
             with mysqlq.Producer(settings) as producer:
@@ -375,7 +363,8 @@ def main(quick: bool = False, runs: int = 3) -> int:
                 name = f"g{mode[:2]}{batch}w{wait}c{c}r{r}"
                 one = mode.startswith("one_writer")
                 dsns = [dsn_for(ports, name)] * 3 if one else [dsn_for(order, name) for order in spread]
-                with sync_wait(ports, wait), row_image(ports, "MINIMAL" if mode.endswith("minimal") else "FULL"):
+                image = "MINIMAL" if mode.endswith("minimal") else "FULL"
+                with global_setting(ports, "wsrep_sync_wait", wait), global_setting(ports, "binlog_row_image", image):
                     got = drain(tmp, ports[0], name, n, dsns, batch=batch, partitioned=mode == "partitioned",
                                 cluster_ports=ports, server_pids=[node.pid for node in cluster.nodes])
                 record((mode, batch, wait), got, base.rate)
