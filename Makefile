@@ -63,7 +63,7 @@ $(STAMP): pyproject.toml $(wildcard $(addsuffix /pyproject.toml,$(LOCAL_PKGS))) 
 
 # lint: ruff over all Python code, mypy over the package, and the layers (imports only downward).
 lint: venv
-	$(BIN)/ruff check mysqlq tests scripts docs/recipes
+	$(BIN)/ruff check mysqlq tests scripts scripts/bench scripts/demo scripts/rehearse docs/recipes
 	$(BIN)/mypy mysqlq
 	$(BIN)/lint-imports --no-cache
 
