@@ -115,9 +115,8 @@ class Keeper:
         if average is not None:
             return average
         starts = [r.prepared.started for r in self.slots.running.values() if r.job.queue == queue]
-        if starts and now - min(starts) >= HORIZON:
-            return now - min(starts)
-        return None
+        longest = now - min(starts) if starts else 0.0
+        return longest if longest >= HORIZON else None
 
     def deadline(self) -> float | None:
         """When the worker must look again even if nothing happens: now when jobs wait to be started,
@@ -187,11 +186,10 @@ class Keeper:
                 batch.blind = False
                 continue
             queue = batch.jobs[0].queue
-            average = self.by_queue.get(queue)
-            estimate = average if average is not None else self.estimate(queue, now)
+            estimate = self.estimate(queue, now)
             if estimate is None:
                 continue
-            batch.blind = average is None  # a lower bound only: size it again once one finishes
+            batch.blind = self.by_queue.get(queue) is None  # a lower bound only: size it again once one finishes
             excess = min(len(batch.jobs), surplus(self.settings.concurrency, len(self.slots.free), self.stock,
                                                   estimate, self.settings.batch_size))
             if excess:

@@ -67,7 +67,9 @@ class OutcomeBuffer:
             self.failed.append((job, outcome))
 
     def due(self, now: float | None = None) -> bool:
-        return self.first_at is not None and (now or time.monotonic()) - self.first_at >= self.settings.flush_interval
+        if self.first_at is None:
+            return False
+        return (time.monotonic() if now is None else now) - self.first_at >= self.settings.flush_interval
 
     def flush(self, db: Database, final: bool = False) -> tuple[list[tuple[ClaimedJob, Outcome]], set[int]]:
         """Write everything pending; returns the outcomes added since the last flush (in order) and
