@@ -15,16 +15,18 @@ from mysqlq.core.errors import (
     SchemaError,
 )
 from mysqlq.core.handlers import handler
-from mysqlq.core.jobs import Job, JobState
+from mysqlq.core.jobs import Job, JobState, Parent
 from mysqlq.hint import notify
 from mysqlq.producer.enqueue import Producer
 from mysqlq.producer.outbox import Transaction, enqueue_on
+from mysqlq.producer.workflows import Group
 from mysqlq.worker.context import JobContext
 
 __all__ = [
     "ConfigError",
     "DatabaseUnavailable",
     "Dsn",
+    "Group",
     "HandlerNotFound",
     "InvalidJob",
     "Job",
@@ -33,6 +35,7 @@ __all__ = [
     "JobState",
     "MysqlqError",
     "NotFound",
+    "Parent",
     "Producer",
     "ResultNotStored",
     "SchemaError",

@@ -174,10 +174,12 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
     row = db.run(lambda cur: store.get_job(cur, wanted))
     if row is None:
         raise NotFound(f"no job with id {wanted}")
+    parents, dependents = db.run(lambda cur: store.links(cur, wanted, SHOW_LINKS))
     payload, result = _payload(row.pop("payload")), _payload(row.pop("result"))
     if as_json:
         click.echo(json.dumps({**{key: _iso(value) for key, value in row.items()}, "payload": payload,
-                               "result": result}, indent=2))
+                               "result": result, "parents": [{"id": i, "status": s} for i, s in parents],
+                               "dependents": [{"id": i, "status": s} for i, s in dependents]}, indent=2))
         return
     worker = "-" if row["worker"] is None else f"{row['worker']} (registry id {row['worker_id']})"
     time_limit = "the worker's default" if row["time_limit"] is None else f"{row['time_limit']}s"
@@ -197,6 +199,8 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
         ("lease until", _time(row["lease_until"])),
         ("worker", worker),
         ("batch_id", "-" if row["batch_id"] is None else str(row["batch_id"])),
+        ("waits for", _links(parents)),
+        ("dependents", _links(dependents)),
     ]
     lines = [f"job {row['id']}"] + [f"  {name:<12}{value}" for name, value in fields]
     lines.append("payload:")
@@ -213,9 +217,17 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
     click.echo("\n".join(lines))
 
 
+def _links(jobs: list[tuple[int, str]]) -> str:
+    if not jobs:
+        return "-"
+    shown = ", ".join(f"{job_id} ({status})" for job_id, status in jobs)
+    return shown + (f", … (the first {SHOW_LINKS})" if len(jobs) == SHOW_LINKS else "")
+
+
 # ---------------------------------------------------------------------------- retry / cancel
 
-CANCELLABLE = ["ready", "scheduled", "blocked", "running"]
+SHOW_LINKS = 50  # parents and dependents `jobs show` lists at most
+CANCELLABLE = ["ready", "scheduled", "blocked", "waiting", "running"]
 
 
 def _refuse(found: Mapping[int, tuple[str, str]], ids: Sequence[int], allowed: Sequence[str], action: str) -> None:
@@ -278,12 +290,14 @@ def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str
 @click.argument("ids", nargs=-1, metavar="ID...")
 @click.pass_context
 def cancel(ctx: click.Context, ids: tuple[str, ...]) -> None:
-    """Cancel jobs: ready, scheduled or blocked ones will not run; a running one's handler is asked to stop.
+    """Cancel jobs: ready, scheduled, blocked or waiting ones will not run; a running one's handler is asked to stop.
 
     The worker holding a running job finds it cancelled within a second: an `async def` handler is
     cancelled, a `def` handler sees `ctx.cancelled` (or `ctx.stop_if_cancelled()` raises). A handler
     that ignores the request runs on until it returns or reaches its time limit. Either way the job
-    ends cancelled and is not retried.
+    ends cancelled and is not retried. Jobs enqueued after a cancelled job are cancelled with it,
+    and what waits for them in turn (unless they were enqueued to run anyway): cancelling a chain's
+    first step cancels the chain.
     """
     if not ids:
         raise ConfigError("give the ids of the jobs to cancel")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -11,8 +12,9 @@ from typing import Any
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.errors import InvalidJob, ResultNotStored
 
-# 'blocked': a job whose concurrency key has no free slot (mysqlq.worker.limits); last, as in the schema's ENUM.
-STATUSES = ("ready", "scheduled", "running", "done", "dead", "cancelled", "blocked")
+# 'blocked': a job whose concurrency key has no free slot (mysqlq.worker.limits); 'waiting': a job whose
+# parents have not all ended (mysqlq.store.dependencies). In the order of the schema's ENUM.
+STATUSES = ("ready", "scheduled", "running", "done", "dead", "cancelled", "blocked", "waiting")
 MAX_DEDUPE_KEY = 191
 MAX_CONCURRENCY_KEY = 191
 MAX_ATTEMPTS_LIMIT = 1000
@@ -22,6 +24,9 @@ EARLIEST_RUN_AT = datetime(1000, 1, 2)
 LATEST_RUN_AT = datetime(9999, 12, 30)
 # How long a dedupe key holds: until the job is purged, or only while it is ready, scheduled or running.
 DEDUPE_SCOPES = ("forever", "active")
+MAX_PARENTS = 10_000  # jobs one job may wait for (a group's callback waits for every member)
+# What a job enqueued after others does when one of them ends dead or cancelled.
+PARENT_FAILURE = ("cancel", "run")
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,31 @@ class Job:
     time_limit: float | None = None
     dedupe_scope: str = "forever"
     concurrency_key: str | None = None
+    after: Sequence[int] = ()
+    on_parent_failure: str = "cancel"
+
+    def parents(self) -> tuple[int, ...]:
+        """The ids of ``after``, checked and sorted (InvalidJob says what is wrong); () for none."""
+        after = self.after
+        if not after:
+            return ()
+        if isinstance(after, str | bytes) or not isinstance(after, Sequence | set | frozenset):
+            raise InvalidJob(f"after must be a list of job ids, got {after!r}")
+        ids = set()
+        for job_id in after:
+            if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id < 1:
+                raise InvalidJob(f"after must hold job ids (positive integers), got {job_id!r}")
+            ids.add(job_id)
+        if len(ids) > MAX_PARENTS:
+            raise InvalidJob(f"a job may wait for at most {MAX_PARENTS} jobs, got {len(ids)}")
+        if self.on_parent_failure not in PARENT_FAILURE:
+            raise InvalidJob(f"on_parent_failure must be 'cancel' or 'run', got {self.on_parent_failure!r}")
+        return tuple(sorted(ids))
+
+    @property
+    def run_anyway(self) -> bool:
+        """Whether the job runs even if a job it waits for ends dead or cancelled."""
+        return self.on_parent_failure == "run"
 
     def row(self, settings: Settings) -> tuple[Any, ...]:
         """The insert_jobs parameters, after checking every field (InvalidJob says what is wrong)."""
@@ -198,6 +228,20 @@ class JobState:
     @property
     def result(self) -> Any:
         """The handler's return value (None when it returned nothing, or has not finished)."""
+        return None if self.result_json is None else loads_strict(self.result_json)
+
+
+@dataclass(frozen=True)
+class Parent:
+    """A job that another was enqueued after, as that job's handler sees it (``ctx.parents``): its
+    id, how it ended and, when done, what its handler returned (``result``, decoded)."""
+
+    id: int
+    status: str
+    result_json: bytes | None
+
+    @property
+    def result(self) -> Any:
         return None if self.result_json is None else loads_strict(self.result_json)
 
 

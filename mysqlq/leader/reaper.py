@@ -16,8 +16,9 @@ from typing import Any
 from mysqlq import hint
 from mysqlq.core.config import Settings
 from mysqlq.leader.elector import Elector
+from mysqlq.store import dependencies
 from mysqlq.store import workers as store
-from mysqlq.store.db import Database
+from mysqlq.store.db import Cursor, Database, transaction
 
 EXPIRED_SWEEP_EVERY = 5  # runs; the lease-expiry sweep is the slow path
 CONFIRM_AFTER = 1.0  # seconds before the second look at a worker whose connection vanished
@@ -64,6 +65,7 @@ class Reaper:
             return 0
         names = self.db.run(lambda cur: store.names(cur, dead)) if dead else {}
         reaped = self.db.run(lambda cur: store.reap(cur, dead, sweep, fence))
+        reaped += self.db.run(lambda cur: _reap_parents(cur, dead, sweep, fence))
         forgotten = self.db.run(lambda cur: store.forget(cur, dead, fence)) if dead else 0
         if reaped or forgotten:
             self.log.warning("reaper.reaped", jobs=reaped, epoch=fence.epoch, dead_workers=",".join(
@@ -71,3 +73,10 @@ class Reaper:
         if reaped:
             hint.notify(settings, [hint.ANY_QUEUE])
         return reaped
+
+
+def _reap_parents(cur: Cursor, dead: list[int], sweep: bool, fence: store.Fence) -> int:
+    """Jobs that others wait for and that reap_jobs left running (out of attempts): dead, and what
+    waits for them released, in one transaction."""
+    with transaction(cur.connection):
+        return dependencies.reap_parents(cur, dead, sweep, fence)

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from mysqlq import hint
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
 from mysqlq.core.jobs import Job, JobState
+from mysqlq.producer import workflows
 from mysqlq.producer.aio import AsyncTransaction, atransaction
 from mysqlq.producer.offload import Offload
 from mysqlq.producer.outbox import Transaction
 from mysqlq.producer.pool import Pool
+from mysqlq.producer.workflows import Group
 from mysqlq.store import jobs as store
 from mysqlq.store.db import CLI_RETRY, Connection, Cursor, Database, transaction
 from mysqlq.store.schema import check_schema
 
+T = TypeVar("T")
 BULK_CHUNK = 1000  # jobs per INSERT of enqueue_many, at most
 BULK_BYTES = 4 * 1024 * 1024  # an INSERT of enqueue_many ends once its payloads reach this many bytes
 POOL_SIZE = 8  # connections a Producer opens at most, shared by its threads
@@ -63,20 +66,51 @@ class Producer:
         time_limit: float | None = None,
         dedupe_scope: str = "forever",
         concurrency_key: str | None = None,
+        after: Sequence[int] = (),
+        on_parent_failure: str = "cancel",
     ) -> int:
         """Enqueue one job and return its id (with a taken dedupe key: the existing job's id).
 
         ``dedupe_scope``: "forever" holds the key until the job is purged, "active" only until it
         ends (done, dead or cancelled). ``concurrency_key``: at most the handler's
         ``concurrency_limit`` jobs with this key run at once (see mysqlq.worker.limits).
+        ``after``: ids of jobs that must be done first; the job waits (status ``waiting``) until the
+        last of them is. If one ends dead or cancelled the job is cancelled, unless
+        ``on_parent_failure="run"``.
         """
         job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
-                  dedupe_scope, concurrency_key)
+                  dedupe_scope, concurrency_key, after, on_parent_failure)
         row = job.row(self.settings)
+        parents = job.parents()
         with self.pool.database() as db:
-            job_id = db.run(lambda cur: store.insert_job(cur, row, self.renderer))
+            if parents:
+                job_id = db.run(lambda cur: _in_transaction(cur, workflows.insert, job, self.settings, self.renderer))
+            else:
+                job_id = db.run(lambda cur: store.insert_job(cur, row, self.renderer))
         self.hints.notify((queue,), delay)
         return job_id
+
+    def group(self, members: Iterable[Job], then: Job) -> Group:
+        """Enqueue jobs and a callback that runs once, when the last of them has finished, in one
+        transaction. The callback reads the members' ids and results from ``ctx.parents``. A member
+        that ends dead or cancelled cancels the callback, unless it has ``on_parent_failure="run"``."""
+        jobs = workflows.check_jobs(members, "group")
+        with self.pool.database() as db:
+            found = db.run(lambda cur: _in_transaction(cur, workflows.insert_group, jobs, then, self.settings,
+                                                       self.renderer))
+        self.hints.notify({job.queue for job in jobs})
+        return found
+
+    def chain(self, *steps: Job) -> list[int]:
+        """Enqueue jobs that run one after the other, in one transaction; returns their ids. Each step
+        reads the previous one's result from ``ctx.parent_result``. A step that ends dead or cancelled
+        cancels the rest (a step with ``on_parent_failure="run"`` runs anyway)."""
+        jobs = workflows.check_jobs(steps, "chain")
+        with self.pool.database() as db:
+            ids = db.run(lambda cur: _in_transaction(cur, workflows.insert_chain, jobs, self.settings, self.renderer))
+        if jobs:
+            self.hints.notify((jobs[0].queue,))
+        return ids
 
     def enqueue_many(self, jobs: Iterable[Job], progress: Callable[[int], object] | None = None) -> int:
         """Enqueue many jobs in multi-row INSERTs of one transaction, all or nothing; returns how many
@@ -118,6 +152,9 @@ class Producer:
             yield rows
 
     def _insert_all(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None) -> int:
+        later = [(n, job) for n, job in enumerate(batch) if job.after]  # each after its parents, one at a time
+        if later:
+            batch = [job for job in batch if not job.after]
         with transaction(cur.connection):
             total, sent = 0, 0
             with store.bulk_insert(cur, self.renderer) as bulk:
@@ -129,6 +166,13 @@ class Producer:
                 total += bulk.wait()
                 if sent and progress:
                     progress(sent)
+            for n, job in later:
+                try:
+                    total += workflows.insert_counted(cur, job, self.settings, self.renderer)[1]
+                except InvalidJob as exc:
+                    raise InvalidJob(f"item {n}: {exc}") from None
+            if later and progress:
+                progress(len(later))
         return total
 
     def job(self, job_id: int | None = None, *, dedupe_key: str | None = None) -> JobState | None:
@@ -164,6 +208,14 @@ class Producer:
         """Like :meth:`enqueue_many`, without blocking the event loop (``progress`` is called on a thread)."""
         return await self.offload.call(self.enqueue_many, list(jobs), progress)
 
+    async def agroup(self, members: Iterable[Job], then: Job) -> Group:
+        """Like :meth:`group`, without blocking the event loop."""
+        return await self.offload.call(self.group, list(members), then)
+
+    async def achain(self, *steps: Job) -> list[int]:
+        """Like :meth:`chain`, without blocking the event loop."""
+        return await self.offload.call(self.chain, *steps)
+
     async def ajob(self, job_id: int | None = None, *, dedupe_key: str | None = None) -> JobState | None:
         """Like :meth:`job`, without blocking the event loop."""
         return await self.offload.call(partial(self.job, job_id, dedupe_key=dedupe_key))
@@ -183,3 +235,9 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _in_transaction(cur: Cursor, insert: Callable[..., T], *args: Any) -> T:
+    """``insert(cur, *args)`` in a transaction of its own (a workflow is enqueued whole or not at all)."""
+    with transaction(cur.connection):
+        return insert(cur, *args)

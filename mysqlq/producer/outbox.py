@@ -3,11 +3,13 @@ transaction commits."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.jobs import Job
-from mysqlq.store import jobs as store
+from mysqlq.producer import workflows
+from mysqlq.producer.workflows import Group
 from mysqlq.store.db import Connection, Cursor
 
 
@@ -31,6 +33,22 @@ class Transaction:
         self.queues.add(job.queue)
         return job_id
 
+    def group(self, members: Iterable[Job], then: Job) -> Group:
+        """Like Producer.group, in this transaction."""
+        jobs = workflows.check_jobs(members, "group")
+        with self.conn.cursor() as cur:
+            found = workflows.insert_group(cur, jobs, then, self.settings)
+        self.queues.update(job.queue for job in jobs)
+        return found
+
+    def chain(self, *steps: Job) -> list[int]:
+        """Like Producer.chain, in this transaction."""
+        jobs = workflows.check_jobs(steps, "chain")
+        with self.conn.cursor() as cur:
+            ids = workflows.insert_chain(cur, jobs, self.settings)
+        self.queues.update(job.queue for job in jobs[:1])
+        return ids
+
 
 def enqueue_on(conn: Connection, job: Job, settings: Settings | None = None) -> int:
     """Enqueue on a connection the caller holds, in its current transaction; nothing is committed.
@@ -38,6 +56,5 @@ def enqueue_on(conn: Connection, job: Job, settings: Settings | None = None) -> 
     Call :func:`mysqlq.hint.notify` after your commit to wake idle workers at once;
     without it the job starts at the workers' next poll.
     """
-    row = job.row(settings or Settings(dsn=Dsn()))
     with conn.cursor() as cur:
-        return store.insert_job(cur, row)
+        return workflows.insert(cur, job, settings or Settings(dsn=Dsn()))

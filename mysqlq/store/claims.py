@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from itertools import starmap
 
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.store import execute, execute_in
+from mysqlq.store import dependencies, execute, execute_in
 from mysqlq.store.db import Cursor, transaction
 
 
@@ -86,6 +86,23 @@ def complete_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None =
     if result is None:
         return execute(cur, "complete_job", {"id": job_id, "batch_id": batch_id})
     return execute(cur, "complete_job_with_result", {"id": job_id, "batch_id": batch_id, "result": result})
+
+
+def finish_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None) -> set[str] | None:
+    """In the caller's transaction (a transactional handler's): the job done, its dependents released
+    if it has any; returns the queues of the dependents made ready, or None if the claim was taken over."""
+    if complete_one(cur, batch_id, job_id, result):
+        return set()
+    ended = dependencies.end_parents(cur, batch_id, {job_id: result}, {})
+    return ended.woken if ended.ids else None
+
+
+def end_with_dependents(cur: Cursor, batch_id: int, done: dict[int, bytes | None],
+                        dead: dict[int, str]) -> dependencies.Ended:
+    """End jobs the bulk statements left running because others wait for them, releasing those, in
+    one transaction: which ended (the others were taken over), and the queues that gained ready jobs."""
+    with transaction(cur.connection):
+        return dependencies.end_parents(cur, batch_id, done, dead)
 
 
 def retry(cur: Cursor, batch_id: int, job_id: int, delay: float, error: str) -> int:

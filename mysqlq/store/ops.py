@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from mysqlq.core.jobs import STATUSES
-from mysqlq.store import execute, execute_in
+from mysqlq.store import dependencies, execute, execute_in
 from mysqlq.store import limits as limits_store
 from mysqlq.store.db import Cursor, transaction
 
 # The smallest finished_at there is: where a walk of a (status, queue) range starts.
 START = dt.datetime(1000, 1, 1)
 # Statuses whose rows are found by (status, queue) in mysqlq_jobs_state: all but running.
-NOT_RUNNING = ("ready", "scheduled", "blocked", "done", "dead", "cancelled")
+NOT_RUNNING = ("ready", "scheduled", "blocked", "waiting", "done", "dead", "cancelled")
 # A filter no index orders (a handler; on the dashboard, a queue over every status) is looked for in
 # the newest HISTORY_WINDOW job ids only, HISTORY_STEP ids per statement: a listing reads a bounded
 # number of rows however long the history and however rare the match.
@@ -136,6 +136,12 @@ def get_job(cur: Cursor, job_id: int) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
+def links(cur: Cursor, job_id: int, limit: int) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """A job's parents and dependents, (id, status) in id order, at most ``limit`` of each."""
+    parents = [(parent.id, parent.status) for parent in dependencies.parents_of(cur, job_id, limit, results=False)]
+    return parents, dependencies.dependents_of(cur, job_id, limit)
+
+
 @dataclass(frozen=True)
 class Change:
     """What an operator's change to named jobs did: how many changed, and the queues they are in."""
@@ -156,6 +162,8 @@ def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequen
         changed = execute_in(cur, statement, ids)
         if statement == "cancel_jobs":  # jobs with a concurrency key: slots given back, waits ended
             limits_store.settle_keys(cur, limits_store.keys_of(cur, ids))
+            dependencies.release_cancelled(cur, [job_id for job_id, (status, _) in found.items()
+                                                 if status in allowed])
     queues = frozenset(queue for status, queue in found.values() if status in allowed)
     return Change(changed, queues, sum(1 for status, _ in found.values() if status == "running" and status in allowed))
 
@@ -262,7 +270,10 @@ def delete_expired(cur: Cursor, walk: Walk, limit: int) -> int:
         else:
             walk.after_id, walk.after_finished_at = int(rows[-1][0]), rows[-1][1]
         if rows:
-            return execute_in(cur, "delete_jobs", [int(row[0]) for row in rows], walk.status, walk.before)
+            ids = [int(row[0]) for row in rows]
+            deleted = execute_in(cur, "delete_jobs", ids, walk.status, walk.before)
+            dependencies.forget(cur, ids)
+            return deleted
         if walk.done:
             return 0
 

@@ -9,7 +9,7 @@ from mysqlq.store import execute, execute_in
 from mysqlq.store import ops as ops_store
 from mysqlq.store.db import Cursor
 
-LIVE_STATUSES = ("ready", "scheduled", "blocked", "running", "dead")
+LIVE_STATUSES = ("ready", "scheduled", "blocked", "waiting", "running", "dead")
 FINISHED = ("done", "dead", "cancelled")
 DEAD_CAP = 10_000  # dead jobs are counted exactly up to this many per queue, then shown as "10000+"
 
@@ -23,8 +23,8 @@ def queue_names(cur: Cursor) -> list[str]:
 
 
 def live_counts(cur: Cursor, queues: Sequence[str]) -> dict[tuple[str, str], int]:
-    """(queue, status) → jobs, for the statuses of LIVE_STATUSES (absent: 0); ready, scheduled, blocked
-    and running exactly, dead up to DEAD_CAP (DEAD_CAP + 1: more)."""
+    """(queue, status) → jobs, for the statuses of LIVE_STATUSES (absent: 0); ready, scheduled, blocked,
+    waiting and running exactly, dead up to DEAD_CAP (DEAD_CAP + 1: more)."""
     wanted = set(queues)
     counts = {key: count for key, count in ops_store.count_live(cur).items() if key[0] in wanted}
     for queue, count in ops_store.count_capped(cur, "dead", DEAD_CAP).items():

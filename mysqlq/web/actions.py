@@ -38,7 +38,7 @@ def retry_job(run: Run, settings: Settings, job_id: int) -> str:
     return f"job {job_id} is ready again, with its attempts reset"
 
 
-CANCELLABLE = ("ready", "scheduled", "blocked", "running")
+CANCELLABLE = ("ready", "scheduled", "blocked", "waiting", "running")
 
 
 def cancel_job(run: Run, job_id: int) -> str:

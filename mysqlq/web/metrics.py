@@ -47,7 +47,7 @@ class QueueCollector(Collector):
 
 def _queue_metrics(queues: list[snapshot.QueueView], finished: dict[tuple[str, str], int]) -> Iterable[Metric]:
     jobs = GaugeMetricFamily("mysqlq_jobs", "Jobs per queue and status (statuses that are not history: "
-                             "ready, scheduled, blocked, running, dead).", labels=["queue", "status"])
+                             "ready, scheduled, blocked, waiting, running, dead).", labels=["queue", "status"])
     oldest = GaugeMetricFamily("mysqlq_oldest_ready_job_age_seconds",
                                "How long the oldest ready job of the queue has waited (0: none ready).",
                                labels=["queue"])

@@ -274,6 +274,7 @@ class Keeper:
     def close(self) -> None:
         self.runner.alarm.off()
         self.slots.close()
+        self.runner.read_parents.close()
 
     # ------------------------------------------------------------------ helpers
 
@@ -322,6 +323,10 @@ class Keeper:
             if queues:
                 self._ready_queues |= queues
                 self.wake(queues)
+        if batch.buffer.woken:  # jobs that waited for these are ready now
+            queues, batch.buffer.woken = batch.buffer.woken, set()
+            self._ready_queues |= queues
+            self.wake(queues)
         self.report.written(batch.log, entries, lost)
 
     def _release(self, batch: Batch, jobs: list[ClaimedJob], note: str | None = None) -> None:

@@ -25,6 +25,7 @@ class Outcome:
     error: str | None = None
     recorded: bool = False  # a transactional handler's completion was already committed
     result: bytes | None = None  # what a done job's handler returned, as JSON (None: nothing)
+    woken: set[str] | None = None  # a transactional completion's: queues of the dependents it made ready
 
 
 def backoff(attempt: int, settings: Settings) -> float:
@@ -51,10 +52,13 @@ class OutcomeBuffer:
     written: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)  # in order, for the log
     first_at: float | None = None
     next_retry: float | None = None  # the shortest retry delay chosen by the last flush, in seconds
+    woken: set[str] = field(default_factory=set)  # queues whose jobs waited for jobs written here, now ready
 
     def add(self, job: ClaimedJob, outcome: Outcome) -> None:
         self.written.append((job, outcome))
         if outcome.recorded:
+            if outcome.woken:
+                self.woken |= outcome.woken
             return
         if self.first_at is None:
             self.first_at = time.monotonic()
@@ -82,30 +86,38 @@ class OutcomeBuffer:
         self.done, self.with_result, self.failed, self.written = [], [], [], []
         self.first_at, self.next_retry = None, None
         lost: set[int] = {job.id for job, outcome in entries if outcome.kind == "lost"}
+        # Jobs that others wait for are left running by the statements below; they end afterwards,
+        # in one transaction that releases what waits for them (mysqlq.store.dependencies).
+        parents_done: dict[int, bytes | None] = {}
+        parents_dead: dict[int, str] = {}
         for job_id, result in with_result:  # before the batch's completion below, which takes the rest
             if not db.run(partial(claims.complete_one, batch_id=self.batch_id, job_id=job_id, result=result)):
-                lost.add(job_id)
+                parents_done[job_id] = result
         for job, outcome in failed:
             error = (outcome.error or "")[-MAX_ERROR_CHARS:]
             if outcome.kind == "failed" and job.attempt < job.max_attempts:
                 delay = backoff(job.attempt, self.settings)
                 self.next_retry = delay if self.next_retry is None else min(self.next_retry, delay)
-                count = db.run(partial(claims.retry, batch_id=self.batch_id, job_id=job.id, delay=delay, error=error))
-            else:
-                count = db.run(partial(claims.bury, batch_id=self.batch_id, job_id=job.id, error=error))
-            if not count:
-                lost.add(job.id)
+                if not db.run(partial(claims.retry, batch_id=self.batch_id, job_id=job.id, delay=delay, error=error)):
+                    lost.add(job.id)
+            elif not db.run(partial(claims.bury, batch_id=self.batch_id, job_id=job.id, error=error)):
+                parents_dead[job.id] = error
         if done:
             if final:
                 count = db.run(lambda cur: claims.complete_batch(cur, self.batch_id))
             else:
                 count = db.run(lambda cur: claims.complete(cur, self.batch_id, done))
             if count < len(done):
-                lost.update(self._which_lost(db, done))
+                parents_done.update(dict.fromkeys(self._not_done(db, done)))
+        if parents_done or parents_dead:
+            ended = db.run(lambda cur: claims.end_with_dependents(cur, self.batch_id, parents_done, parents_dead))
+            lost.update(job_id for job_id in (*parents_done, *parents_dead) if job_id not in ended.ids)
+            self.woken |= ended.woken
         return entries, lost
 
-    def _which_lost(self, db: Database, ids: list[int]) -> list[int]:
-        # Rare path: a claim was taken over while we ran. Rows still ours were just marked done,
-        # so any job of ours not done under this batch is the lost one.
+    def _not_done(self, db: Database, ids: list[int]) -> list[int]:
+        # Rare path: a claim was taken over while we ran, or others wait for the job (left running
+        # for the releasing path, which tells the two apart). Rows that were ours without
+        # dependents were just marked done, so these are the others.
         still_ours = db.run(lambda cur: claims.completed_ids(cur, self.batch_id, ids))
         return [job_id for job_id in ids if job_id not in still_ours]

@@ -21,6 +21,7 @@ from mysqlq.store.db import Connection, is_transient, transaction
 from mysqlq.worker.cancels import Cancels
 from mysqlq.worker.context import JobContext
 from mysqlq.worker.outcomes import Outcome
+from mysqlq.worker.parents import ParentsReader
 
 # What a handler may raise that still only fails its job: sys.exit() and KeyboardInterrupt raised
 # by the handler itself. A real SIGINT never raises (the worker's signal handler only records it).
@@ -114,6 +115,7 @@ class Runner:
         self.cancels = cancels  # how a job cancelled while it runs is asked to stop
         self.alarm = Alarm()
         self.worker_name = settings.worker_name
+        self.read_parents = ParentsReader(settings)
         self._traits: dict[Callable[..., Any], tuple[float | None, bool, bool]] = {}
 
     def prepare(self, job: ClaimedJob) -> Prepared | Outcome:
@@ -137,7 +139,7 @@ class Runner:
         return Prepared(job, func, payload, limit, traits[1], traits[2], started)
 
     def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
-        return JobContext(prepared.job, self.worker_name, conn, self.log)
+        return JobContext(prepared.job, self.worker_name, conn, self.log, self.read_parents)
 
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
         """Call a plain handler; with ``alarm``, SIGALRM ends it at its limit (main thread only)."""
@@ -151,8 +153,8 @@ class Runner:
                     assert conn is not None
                     with transaction(conn):
                         value = prepared.func(prepared.payload, ctx)
-                        complete(conn, batch_id, prepared, self._result(value))
-                    return Outcome("done", time.monotonic() - prepared.started, recorded=True)
+                        woken = complete(conn, batch_id, prepared, self._result(value))
+                    return Outcome("done", time.monotonic() - prepared.started, recorded=True, woken=woken)
                 value = prepared.func(prepared.payload, ctx)
             finally:
                 if alarm:
@@ -176,8 +178,8 @@ class Runner:
                 assert conn is not None
                 with transaction(conn):
                     value = await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
-                    complete(conn, batch_id, prepared, self._result(value))
-                return Outcome("done", time.monotonic() - prepared.started, recorded=True)
+                    woken = complete(conn, batch_id, prepared, self._result(value))
+                return Outcome("done", time.monotonic() - prepared.started, recorded=True, woken=woken)
             value = await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
         except TimeoutError:
             return timed_out(prepared.limit, prepared.started)
@@ -225,12 +227,14 @@ class ClaimLost(Exception):
     """A transactional handler's completion found the claim taken over: its effect is rolled back."""
 
 
-def complete(conn: Connection, batch_id: int, prepared: Prepared, result: bytes | None) -> None:
+def complete(conn: Connection, batch_id: int, prepared: Prepared, result: bytes | None) -> set[str]:
     """Inside the handler's transaction: the fenced completion (with the result), so that both commit
-    or neither does."""
+    or neither does; the jobs waiting for it are released in the same transaction."""
     with conn.cursor() as cur:
-        if claims.complete_one(cur, batch_id, prepared.job.id, result) != 1:
-            raise ClaimLost()
+        woken = claims.finish_one(cur, batch_id, prepared.job.id, result)
+    if woken is None:
+        raise ClaimLost()
+    return woken
 
 
 def claim_lost(prepared: Prepared) -> Outcome:

@@ -10,7 +10,7 @@ from mysqlq.core.jobs import JobState
 
 # mysqlq's statuses as Django's: waiting of any kind is READY (a failed job waiting for its retry
 # too, with its error listed), ended without success is FAILED.
-STATUSES = {"ready": "READY", "scheduled": "READY", "blocked": "READY", "running": "RUNNING",
+STATUSES = {"ready": "READY", "scheduled": "READY", "blocked": "READY", "waiting": "READY", "running": "RUNNING",
             "done": "SUCCESSFUL", "dead": "FAILED", "cancelled": "FAILED"}
 
 

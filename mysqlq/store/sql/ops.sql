@@ -79,15 +79,16 @@ SELECT id, queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
  ORDER BY queue, finished_at, id LIMIT %(limit)s;
 
 -- name: cancel_jobs
--- Ready, scheduled, blocked (waiting for a concurrency slot) or running jobs end cancelled (and are
--- deleted with done jobs by retention); an 'active' dedupe key is freed. A running job's row is
+-- Ready, scheduled, blocked (waiting for a concurrency slot), waiting (for parents) or running jobs
+-- end cancelled (and are deleted with done jobs by retention); an 'active' dedupe key is freed. The
+-- caller then settles their keys and releases their dependents. A running job's row is
 -- final at once: the worker holding it finds it so within a second (cancelled_in_hand), asks its
 -- handler to stop, and writes nothing more (its fenced writes no longer match).
 UPDATE mysqlq_jobs
    SET status = 'cancelled', ready_queue = NULL, scheduled_at = NULL, running_batch = NULL,
        finished_at = NOW(6), batch_id = NULL, lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE status IN ('ready', 'scheduled', 'blocked', 'running') AND id IN ({ids});
+ WHERE status IN ('ready', 'scheduled', 'blocked', 'waiting', 'running') AND id IN ({ids});
 
 -- name: queue_paused
 -- Whether a queue is paused (no row: it never was).
@@ -96,7 +97,8 @@ SELECT paused FROM mysqlq_queues WHERE name = %(name)s;
 -- name: queue_has_jobs
 -- Whether any job names a queue: one dive per status into mysqlq_jobs_state, and the running rows.
 SELECT EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-                WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'done', 'dead', 'cancelled')
+                WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'blocked', 'waiting', 'done', 'dead',
+                                                         'cancelled')
                   AND queue = %(name)s)
     OR EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
                 WHERE running_batch IS NOT NULL AND queue = %(name)s);

@@ -187,24 +187,27 @@ SELECT id FROM mysqlq_jobs WHERE id IN ({ids}) AND batch_id = %s AND status = 'd
 -- Record that jobs of a batch finished; jobs whose claim was taken over are not touched
 -- (running_batch is the claim token while a job runs, NULL once it is anything else).
 -- A job's entry in mysqlq_jobs_state moves once, from its batch to (done, queue, finished_at).
+-- Jobs that others wait for (dependents set) are left running: the worker ends them in a
+-- transaction that also releases their dependents (mysqlq.store.dependencies.end_parents). Every
+-- statement here that ends a job does the same.
 -- This and every statement that ends a job frees a dedupe key of scope 'active'; a job without a
 -- key keeps NULL, so no index entry changes and the statement costs what it did.
 UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE running_batch = %s AND id IN ({ids});
+ WHERE running_batch = %s AND id IN ({ids}) AND dependents IS NULL;
 
 -- name: complete_batch
 -- Record that the rest of a batch finished (its failures and releases were written before).
 UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
    SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE running_batch = %(batch_id)s;
+ WHERE running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: complete_job
 -- Record one finished job (transactional handlers: in the handler's transaction).
 UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE id = %(id)s AND running_batch = %(batch_id)s;
+ WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: job_state
 -- Where one job stands, for the producer's job() (its result included).
@@ -228,7 +231,7 @@ SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() A
 -- completed by the statements above, with the batch).
 UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key), result = %(result)s
- WHERE id = %(id)s AND running_batch = %(batch_id)s;
+ WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: retry_job
 -- A failed job with attempts left waits for its backoff as a scheduled job.
@@ -243,7 +246,7 @@ UPDATE mysqlq_jobs
 UPDATE mysqlq_jobs
    SET status = 'dead', running_batch = NULL, finished_at = NOW(6), lease_until = NULL, last_error = %(error)s,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE id = %(id)s AND running_batch = %(batch_id)s;
+ WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: release_jobs
 -- Give claimed jobs that never started back to the queue, refunding the attempt the claim took.
@@ -308,7 +311,8 @@ SELECT id, name FROM mysqlq_workers WHERE id IN ({ids});
 -- to ready; those that used up their attempts this way (poison jobs) end dead. It reads the running
 -- rows only (running_batch is set on them alone), however long the history. Fenced by leadership:
 -- only the reaper leader of the given epoch changes anything (a NULL epoch: a worker releasing its
--- own previous lives, which needs no leadership).
+-- own previous lives, which needs no leadership). Jobs with dependents that would end dead are
+-- left to reaped_parents, which releases their dependents too.
 UPDATE mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state) LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
    SET j.status = IF(j.attempts >= j.max_attempts, 'dead', 'ready'),
        j.ready_queue = IF(j.attempts >= j.max_attempts, NULL, j.queue),
@@ -318,6 +322,7 @@ UPDATE mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state) LEFT JOIN mysqlq_workers w 
        j.dedupe_key = IF(j.attempts >= j.max_attempts AND j.dedupe_scope = 'active', NULL, j.dedupe_key),
        j.running_batch = NULL, j.batch_id = NULL, j.lease_until = NULL
  WHERE j.running_batch IS NOT NULL
+   AND (j.dependents IS NULL OR j.attempts < j.max_attempts)
    AND (j.worker_id IN ({ids}) OR (%s AND (j.lease_until < NOW(6) OR w.id IS NULL)))
    AND (%s IS NULL OR EXISTS (SELECT 1 FROM mysqlq_leaders l
                                WHERE l.role = 'reaper' AND l.worker_id = %s AND l.epoch = %s));
@@ -381,10 +386,10 @@ SELECT LAST_INSERT_ID();
 -- counted up to a cap, so that no count reads more than a bounded part of it.
 
 -- name: count_waiting
--- Ready, scheduled and blocked jobs per queue: their ranges of mysqlq_jobs_state, read on the
--- index alone.
+-- Ready, scheduled, blocked and waiting jobs per queue: their ranges of mysqlq_jobs_state, read
+-- on the index alone.
 SELECT queue, status, COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
- WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'blocked')
+ WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'blocked', 'waiting')
  GROUP BY queue, status;
 
 -- name: count_running

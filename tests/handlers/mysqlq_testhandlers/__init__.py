@@ -191,3 +191,48 @@ def techo(payload: Any, ctx: mysqlq.JobContext) -> Any:
     with ctx.conn.cursor() as cur:
         cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
     return echo(payload, ctx)
+
+
+def step(payload: Any, ctx: mysqlq.JobContext) -> Any:
+    """A chain's step: the previous step's result (a list) with this step's tag appended; records
+    ``job_id step tag parents``. Fails with payload["fail"]."""
+    parents = ctx.parents
+    _append(f"{ctx.job_id} step {payload.get('tag', '')} {','.join(str(p.id) for p in parents) or '-'}")
+    _early(ctx, parents)
+    if payload.get("fail"):
+        raise ValueError("step failed on purpose")
+    before = ctx.parent_result if len(parents) == 1 else []
+    return [*(before or []), payload.get("tag")]
+
+
+@mysqlq.handler(transactional=True)
+def tstep(payload: Any, ctx: mysqlq.JobContext) -> Any:
+    """step, transactional: its effect row and its completion (which releases what waits) commit together."""
+    assert ctx.conn is not None
+    with ctx.conn.cursor() as cur:
+        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+    return step(payload, ctx)
+
+
+def gather(payload: Any, ctx: mysqlq.JobContext) -> Any:
+    """A group's callback: records ``job_id gather count`` and returns the members' ids and results."""
+    parents = ctx.parents
+    _append(f"{ctx.job_id} gather {len(parents)}")
+    _early(ctx, parents)
+    return {"ids": [p.id for p in parents], "results": [p.result for p in parents],
+            "statuses": sorted({p.status for p in parents})}
+
+
+@mysqlq.handler(transactional=True)
+def tgather(payload: Any, ctx: mysqlq.JobContext) -> Any:
+    """gather, transactional: its effect row and its completion commit together."""
+    assert ctx.conn is not None
+    with ctx.conn.cursor() as cur:
+        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+    return gather(payload, ctx)
+
+
+def _early(ctx: mysqlq.JobContext, parents: list[mysqlq.Parent]) -> None:
+    """Record ``job_id early`` if the job runs while a job it waits for is not done."""
+    if any(parent.status != "done" for parent in parents):
+        _append(f"{ctx.job_id} early {','.join(f'{p.id}:{p.status}' for p in parents)}")

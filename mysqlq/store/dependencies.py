@@ -1,0 +1,169 @@
+"""Jobs that wait for other jobs (``mysqlq/store/sql/dependencies.sql``): enqueueing a job after its
+parents, and ending a parent in the same transaction that releases (or cancels) what waits for it.
+
+Every function here runs in the caller's transaction: a producer's (the dependent exists only if it
+commits), a worker's outcome or a transactional handler's, the reaper's, an operator's cancel.
+Locks are taken parents first, in id order, then dependents in id order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mysqlq.core.errors import InvalidJob
+from mysqlq.core.jobs import MAX_PARENTS, Parent
+from mysqlq.store import execute, execute_in
+from mysqlq.store.db import Cursor
+from mysqlq.store.jobs import NAMES, RowRenderer, insert_job
+from mysqlq.store.workers import NO_FENCE, Fence
+
+FAILED = ("dead", "cancelled")
+
+
+def enqueue_after(cur: Cursor, row: Sequence[Any], parents: Sequence[int], run_anyway: bool,
+                  renderer: RowRenderer | None = None) -> tuple[int, bool]:
+    """Insert a job that runs once every one of ``parents`` is done; returns its id, and whether it
+    is new.
+
+    Parents that ended dead or cancelled (before this) cancel it at once unless ``run_anyway``; when
+    every parent has ended it is inserted ready (or scheduled), else it waits. A taken dedupe key
+    returns the existing job's id and changes nothing. InvalidJob names a parent that does not exist.
+    """
+    ids = sorted(set(parents))
+    execute_in(cur, "lock_parents", ids)
+    status = {int(job_id): str(state) for job_id, state in cur.fetchall()}
+    missing = [job_id for job_id in ids if job_id not in status]
+    if missing:
+        raise InvalidJob(f"job {missing[0]} to wait for does not exist (never enqueued, or purged)")
+    key = row[NAMES.index("dedupe_key")]
+    if key is not None:  # a taken key: the job holding it stands as it is
+        execute(cur, "lock_dedupe_key", {"key": key})
+        held = cur.fetchone()
+        if held is not None:
+            return int(held[0]), False
+    job_id = insert_job(cur, row, renderer)
+    execute_in(cur, "add_dependencies", ids, before=(job_id, run_anyway))
+    failed = [parent for parent in ids if status[parent] in FAILED]
+    if failed and not run_anyway:
+        _cancel(cur, [job_id], failed[0], status[failed[0]], waiting=False)
+        return job_id, True
+    pending = [parent for parent in ids if status[parent] not in ("done", *FAILED)]
+    if pending:
+        execute_in(cur, "flag_parents", pending)
+    execute(cur, "set_waiting", {"id": job_id, "pending": len(pending)})
+    return job_id, True
+
+
+@dataclass
+class Ended:
+    """What the releasing path ended (the jobs of the batch still ours) and the queues of the
+    dependents it made ready."""
+
+    ids: set[int] = field(default_factory=set)
+    woken: set[str] = field(default_factory=set)
+
+
+def end_parents(cur: Cursor, batch_id: int, done: Mapping[int, bytes | None], dead: Mapping[int, str]) -> Ended:
+    """End jobs of a batch that have dependents: ``done`` (id → result JSON or None) and ``dead`` (id →
+    error); then release what waits for them."""
+    ids = sorted({*done, *dead})
+    if not ids:
+        return Ended()
+    execute_in(cur, "lock_own_parents", ids, before=(batch_id,))
+    ours = {int(row[0]) for row in cur.fetchall()}
+    for job_id in sorted(ours):
+        params = {"id": job_id, "batch_id": batch_id, "result": done.get(job_id), "error": dead.get(job_id),
+                  "status": "done" if job_id in done else "dead"}
+        execute(cur, "end_parent", params)
+    woken = release(cur, [job_id for job_id in ids if job_id in ours and job_id in done], "done")
+    for job_id in sorted(ours & set(dead)):
+        woken += release(cur, [job_id], "dead")
+    return Ended(ours, ready_queues(cur, woken))
+
+
+def ready_queues(cur: Cursor, ids: Sequence[int]) -> set[str]:
+    """The queues of those of these jobs that are ready."""
+    if not ids:
+        return set()
+    execute_in(cur, "ready_queues_of", ids)
+    return {str(row[0]) for row in cur.fetchall()}
+
+
+def release(cur: Cursor, parents: Sequence[int], ended: str) -> list[int]:
+    """``parents`` just ended ``ended`` (done, dead or cancelled): count them off their waiting
+    dependents; those with nothing left to wait for become ready (or scheduled). After a failure,
+    dependents that do not run anyway end cancelled, and in turn what waits for them. Returns the
+    ids made ready or scheduled."""
+    if not parents:
+        return []
+    execute_in(cur, "dependents_of", parents)
+    counts = [(int(child), bool(anyway), int(count)) for child, anyway, count in cur.fetchall()]
+    if not counts:
+        return []
+    execute_in(cur, "lock_waiting", [child for child, _, _ in counts])
+    waiting = {int(row[0]) for row in cur.fetchall()}
+    counts = [entry for entry in counts if entry[0] in waiting]
+    woken: list[int] = []
+    if ended in FAILED:
+        doomed = [child for child, anyway, _ in counts if not anyway]
+        if doomed:
+            woken += _cancel(cur, doomed, parents[0], ended, waiting=True)
+        counts = [entry for entry in counts if entry[1]]
+    by_count: dict[int, list[int]] = {}
+    for child, _, count in counts:
+        by_count.setdefault(count, []).append(child)
+    for count, children in sorted(by_count.items()):
+        execute_in(cur, "count_down", children, before=(count,))
+    if counts:
+        execute_in(cur, "wake_dependents", [child for child, _, _ in counts])
+        woken += [child for child, _, _ in counts]
+    return woken
+
+
+def _cancel(cur: Cursor, children: list[int], parent: int, ended: str, waiting: bool) -> list[int]:
+    """Cancel dependents because ``parent`` ended ``ended``, then release what waits for them."""
+    if not waiting:  # a job being enqueued: cancel_dependents takes waiting jobs
+        execute(cur, "set_waiting", {"id": children[0], "pending": 1})
+    execute_in(cur, "cancel_dependents", children, before=(f"job {parent} it waited for ended {ended}",))
+    return release(cur, children, "cancelled")
+
+
+def reap_parents(cur: Cursor, worker_ids: Sequence[int], expired: bool, fence: Fence = NO_FENCE) -> int:
+    """The reaper's releasing path: jobs with dependents that lost their worker on their last attempt
+    end dead, and their dependents are cancelled (or run anyway). Returns how many ended."""
+    execute_in(cur, "reaped_parents", worker_ids, expired, *fence.params())
+    ids = [int(row[0]) for row in cur.fetchall()]
+    if not ids:
+        return 0
+    execute_in(cur, "bury_reaped", ids)
+    for job_id in ids:
+        release(cur, [job_id], "dead")
+    return len(ids)
+
+
+def release_cancelled(cur: Cursor, ids: Sequence[int]) -> None:
+    """After an operator cancelled ``ids`` (each of them was live until then): cancel what waits for
+    them, or release what runs anyway."""
+    for job_id in sorted(ids):
+        release(cur, [job_id], "cancelled")
+
+
+def parents_of(cur: Cursor, job_id: int, limit: int = MAX_PARENTS, results: bool = True) -> list[Parent]:
+    """The jobs ``job_id`` waits (or waited) for, in id order (purged ones are left out), at most
+    ``limit``; with their results unless ``results`` is false."""
+    execute(cur, "parents_of", {"id": job_id, "limit": limit, "results": results})
+    return [Parent(int(pid), str(status), None if result is None else bytes(result))
+            for pid, status, result in cur.fetchall()]
+
+
+def dependents_of(cur: Cursor, job_id: int, limit: int = 1000) -> list[tuple[int, str]]:
+    """The jobs that wait (or waited) for ``job_id``: (id, status), in id order, at most ``limit``."""
+    execute(cur, "dependents_list", {"id": job_id, "limit": limit})
+    return [(int(child), str(status)) for child, status in cur.fetchall()]
+
+
+def forget(cur: Cursor, deleted: Sequence[int]) -> int:
+    """Retention: forget the pairs of deleted dependents."""
+    return execute_in(cur, "delete_dependencies", deleted) if deleted else 0

@@ -1,0 +1,33 @@
+"""What a handler reads of the jobs its job waited for (``ctx.parents``), on a connection of its own.
+
+Only jobs enqueued after others ask; the connection is opened on the first question and shared by
+the worker's slots, one question at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from mysqlq.core.config import Settings
+from mysqlq.core.jobs import Parent
+from mysqlq.store import dependencies
+from mysqlq.store.db import CLI_RETRY, Database
+
+
+class ParentsReader:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._db: Database | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, job_id: int) -> list[Parent]:
+        with self._lock:
+            if self._db is None:
+                self._db = Database(self.settings.dsn, retry=CLI_RETRY)
+            return self._db.run(lambda cur: dependencies.parents_of(cur, job_id))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
