@@ -90,7 +90,7 @@ def test_cancel_refuses_a_job_that_has_ended_naming_its_status(qdb: QueueDB, sta
     (other,) = plant(qdb, status, ended_ago=5)
     result = qdb.cli("cancel", str(ready), str(other))
     assert_one_line_error(
-        result, f"job {other} is {status}: only ready, scheduled, blocked or running jobs can be cancelled")
+        result, f"job {other} is {status}: only ready, scheduled, blocked, waiting or running jobs can be cancelled")
     assert (status_of(qdb, ready), status_of(qdb, other)) == ("ready", status)
 
 

@@ -70,8 +70,8 @@ def test_retry_of_a_job_that_is_not_dead_names_its_status(qdb: QueueDB) -> None:
 
 def test_cancel_of_a_finished_job_names_its_status(qdb: QueueDB) -> None:
     (done,) = plant(qdb, "done", ended_ago=5)
-    assert_one_line_error(qdb.cli("cancel", str(done)),
-                          f"job {done} is done: only ready, scheduled, blocked or running jobs can be cancelled")
+    assert_one_line_error(qdb.cli("cancel", str(done)), f"job {done} is done: only ready, scheduled, blocked, "
+                          "waiting or running jobs can be cancelled")
     assert status_of(qdb, done) == "done"
 
 

@@ -282,11 +282,11 @@ def test_stats_count_live_jobs_exactly_and_history_up_to_the_cap(big: Connection
     with big.cursor() as cur:
         found = {row["queue"]: row for row in stats.queue_stats(cur)}
     assert found["hot"]["counts"] == {"ready": READY, "scheduled": 0, "running": 0, "done": stats.HISTORY_CAP,
-                                      "dead": 0, "cancelled": 0, "blocked": 0}
+                                      "dead": 0, "cancelled": 0, "blocked": 0, "waiting": 0}
     assert found["hot"]["capped"] == ["done"]
     assert found["hot"]["throughput"]["done"] == RECENT
     assert found["other"]["counts"] == {"ready": READY, "scheduled": SCHEDULED, "running": 0, "done": 0,
-                                        "dead": DEAD, "cancelled": 0, "blocked": 0}
+                                        "dead": DEAD, "cancelled": 0, "blocked": 0, "waiting": 0}
     assert found["other"]["capped"] == []
 
 

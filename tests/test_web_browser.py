@@ -78,7 +78,7 @@ def test_find_a_dead_job_open_it_and_retry_it(qdb: QueueDB, browser: Any) -> Non
     with web_server(qdb) as base:
         page.goto(base + "/")
         row = page.locator("tr[data-queue=emails]")
-        assert row.locator("td").nth(6).inner_text() == "4"  # dead (after ready, scheduled, blocked, running)
+        assert row.locator("td").nth(7).inner_text() == "4"  # dead (after ready, scheduled, blocked, waiting, running)
         assert page.locator("svg.chart rect").count() > 0
         assert "images-1" in page.locator("main").inner_text()
         shots = os.environ.get("MYSQLQ_SCREENSHOT_DIR")
@@ -126,7 +126,7 @@ def test_retry_every_dead_job_cancel_one_and_page_through_jobs(qdb: QueueDB, bro
         page.goto(base + "/")
         page.locator("tr[data-queue=emails] button:has-text('Retry all dead')").click()
         assert "retried 3 dead jobs of queue emails" in page.locator(".flash.ok").inner_text()
-        assert page.locator("tr[data-queue=emails] td").nth(5).inner_text() == "0"
+        assert page.locator("tr[data-queue=emails] td").nth(7).inner_text() == "0"  # dead
 
         page.goto(f"{base}/jobs/{ready[0]}")
         page.click("button:has-text('Cancel')")

@@ -45,7 +45,7 @@ def test_an_action_refused_by_the_jobs_status_changes_nothing(qdb: QueueDB) -> N
     web = client(qdb)
     token = csrf_of(web.get("/").get_data(as_text=True))
     response = web.post(f"/jobs/{done}/cancel", data={"csrf": token}, follow_redirects=True)
-    refused = f"job {done} is done: only ready, scheduled, blocked or running jobs can be cancelled"
+    refused = f"job {done} is done: only ready, scheduled, blocked, waiting or running jobs can be cancelled"
     assert refused in response.get_data(as_text=True)
     response = web.post(f"/jobs/{done}/retry", data={"csrf": token}, follow_redirects=True)
     assert "only dead jobs can be retried" in response.get_data(as_text=True)

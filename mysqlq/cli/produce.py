@@ -16,7 +16,7 @@ from mysqlq.core import handlers as handler_registry
 from mysqlq.core.config import Settings
 from mysqlq.core.durations import format_duration, parse_duration
 from mysqlq.core.errors import ConfigError, InvalidJob, MysqlqError
-from mysqlq.core.jobs import DEDUPE_SCOPES, STATUSES, Job, loads_strict
+from mysqlq.core.jobs import DEDUPE_SCOPES, PARENT_FAILURE, STATUSES, Job, loads_strict
 from mysqlq.leader.schedule_file import load as load_schedule
 from mysqlq.producer.enqueue import Producer
 from mysqlq.store import schema
@@ -105,13 +105,14 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
     if not isinstance(item, dict) or "handler" not in item:
         raise InvalidJob(f"line {number}: expected an object with at least \"handler\"")
     known = {"handler", "payload", "queue", "delay", "priority", "dedupe_key", "dedupe_scope", "max_attempts",
-             "time_limit", "concurrency_key"}
+             "time_limit", "concurrency_key", "after", "on_parent_failure"}
     unknown = set(item) - known
     if unknown:
         raise InvalidJob(f"line {number}: unknown field(s) {', '.join(sorted(unknown))}")
     job = Job(**{**defaults, **item})
     try:
         job.row(cfg)  # every line is checked before anything is written
+        job.parents()
     except InvalidJob as exc:
         raise InvalidJob(f"line {number}: {exc}") from None
     return job
@@ -140,18 +141,29 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
 @click.option("--concurrency-key", envvar="MYSQLQ_ENQUEUE_CONCURRENCY_KEY", show_envvar=True,
               help="Run at most the handler's concurrency_limit jobs with this key at once "
               "(with --file: for lines that name none).")
+@click.option("--after", "after", metavar="ID", multiple=True, type=int, envvar="MYSQLQ_ENQUEUE_AFTER",
+              show_envvar=True,
+              help="Run only once job ID is done (repeat for several; the job waits until the last is). "
+              "With --file, lines give \"after\": [ids].")
+@click.option("--on-parent-failure", type=click.Choice(PARENT_FAILURE), default="cancel",
+              envvar="MYSQLQ_ON_PARENT_FAILURE", show_envvar=True,
+              help="When a job it waits for ends dead or cancelled: cancel this one too, or run it anyway.")
 @click.pass_context
 def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: Path | None, queue: str,
             delay: float, priority: int, dedupe_key: str | None, dedupe_scope: str, max_attempts: int | None,
-            time_limit: float | None, concurrency_key: str | None) -> None:
+            time_limit: float | None, concurrency_key: str | None, after: tuple[int, ...],
+            on_parent_failure: str) -> None:
     """Enqueue HANDLER with a JSON PAYLOAD ("-": read it from stdin) and print its id,
     or bulk-load jobs with --file."""
     cfg = settings(ctx)
     if path is not None:
         if handler is not None or payload is not None:
             raise click.UsageError("give either HANDLER [PAYLOAD] or --file, not both")
+        if after:
+            raise click.UsageError("--after takes one job; with --file, give \"after\" on each line")
         defaults = {"queue": queue, "delay": delay, "priority": priority, "max_attempts": max_attempts,
-                    "time_limit": time_limit, "dedupe_scope": dedupe_scope, "concurrency_key": concurrency_key}
+                    "time_limit": time_limit, "dedupe_scope": dedupe_scope, "concurrency_key": concurrency_key,
+                    "on_parent_failure": on_parent_failure}
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -169,7 +181,8 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
     with Producer(cfg) as producer:
         job_id = producer.enqueue(handler, _payload(payload), queue=queue, delay=delay, priority=priority,
                                   dedupe_key=dedupe_key, dedupe_scope=dedupe_scope, max_attempts=max_attempts,
-                                  time_limit=time_limit, concurrency_key=concurrency_key)
+                                  time_limit=time_limit, concurrency_key=concurrency_key, after=after,
+                                  on_parent_failure=on_parent_failure)
     click.echo(job_id)
 
 

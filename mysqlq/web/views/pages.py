@@ -21,6 +21,7 @@ from mysqlq.web.state import current
 CHART_MINUTES = 60
 HELD_LIMIT = 1000  # running jobs listed on the workers page
 SCHEDULES_LIMIT = 1000  # schedule entries listed (a schedule file holds far fewer)
+LINKS_LIMIT = 50  # parents and dependents listed on a job's page
 
 routes = Routes()
 
@@ -84,8 +85,10 @@ def job(job_id: int) -> str:
     if row is None:
         raise NotFound(f"no job with id {job_id}")
     result = row.pop("result")
+    parents, dependents = current().run(lambda cur: ops_store.links(cur, job_id, LINKS_LIMIT))
     return render_template("job.html", job=row, payload=_pretty(row.pop("payload")),
-                           result=None if result is None else _pretty(result))
+                           result=None if result is None else _pretty(result), parents=parents,
+                           dependents=dependents, links_limit=LINKS_LIMIT)
 
 
 def _pretty(raw: Any) -> str:
