@@ -75,3 +75,7 @@ def test_chaos_groups_and_chains_lose_nothing_and_run_nothing_early(qdb: QueueDB
     for chain in chains:
         assert [last_run[job_id] for job_id in chain] == sorted(last_run[job_id] for job_id in chain)
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE waiting_for > 0") == 0
+    runs = Counter(int(words[0]) for words in records if words[1] in ("step", "gather"))
+    attempts = qdb.scalar("SELECT SUM(attempts) FROM mysqlq_jobs")
+    print(f"\n{total} jobs; callbacks and steps run {sum(runs.values())} times for {len(runs)} jobs "
+          f"({sum(1 for n in runs.values() if n > 1)} more than once); {attempts} attempts in all")
