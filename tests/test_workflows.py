@@ -202,3 +202,13 @@ def test_the_cli_enqueues_after_other_jobs(qdb: QueueDB, tmp_path: Any) -> None:
     drain(qdb)
     third = qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs") - 1
     assert state(qdb, third) == ("done", ["a", "b", "c"])
+
+
+def test_a_group_of_ten_thousand_members(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        group = producer.group([Job("test.echo", {"value": n}) for n in range(10_000)], then=Job("test.gather"))
+    assert qdb.scalar("SELECT waiting_for FROM mysqlq_jobs WHERE id = %s", (group.callback,)) == 10_000
+    drain(qdb, "--concurrency", "4", "--result-max-bytes", "1000000")  # the callback returns every id and result
+    assert [words for words in qdb.records() if words[1] == "gather"] == [[str(group.callback), "gather", "10000"]]
+    status, result = state(qdb, group.callback)
+    assert status == "done" and result["ids"] == group.members and result["results"] == list(range(10_000))

@@ -73,7 +73,10 @@ def end_parents(cur: Cursor, batch_id: int, done: Mapping[int, bytes | None], de
         return Ended()
     execute_in(cur, "lock_own_parents", ids, before=(batch_id,))
     ours = {int(row[0]) for row in cur.fetchall()}
-    for job_id in sorted(ours):
+    plain = [job_id for job_id in ids if job_id in ours and job_id in done and done[job_id] is None]
+    if plain:  # most: one statement for all of them
+        execute_in(cur, "end_parents_done", plain, before=(batch_id,))
+    for job_id in sorted(ours.difference(plain)):
         params = {"id": job_id, "batch_id": batch_id, "result": done.get(job_id), "error": dead.get(job_id),
                   "status": "done" if job_id in done else "dead"}
         execute(cur, "end_parent", params)

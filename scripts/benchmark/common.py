@@ -394,10 +394,10 @@ def fill_jobs(cur: Any, n: int, handler: str = "bench.noop", payloads: Sequence[
 
 def pending(cur: Any) -> bool:
     """Is any job not finished yet? (Cheap index probes: the running rows of mysqlq_jobs_state, and its
-    ready and scheduled ranges; a probe by status alone would read the history.)"""
+    ready, scheduled, blocked and waiting ranges; a probe by status alone would read the history.)"""
     cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_jobs WHERE running_batch IS NOT NULL)"
                 " OR EXISTS(SELECT 1 FROM mysqlq_jobs"
-                "           WHERE running_batch IS NULL AND status IN ('ready', 'scheduled'))")
+                "           WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'blocked', 'waiting'))")
     return bool(cur.fetchone()[0])
 
 

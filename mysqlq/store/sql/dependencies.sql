@@ -74,6 +74,13 @@ UPDATE mysqlq_jobs
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE status = 'waiting' AND id IN ({ids});
 
+-- name: end_parents_done
+-- The releasing path's outcome for jobs of the batch that are done and returned nothing: like
+-- complete_jobs, for jobs that have dependents (locked above).
+UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
+       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
+ WHERE running_batch = %s AND id IN ({ids});
+
 -- name: end_parent
 -- The releasing path's outcome for one job of the batch: done (with its result) or dead (with its
 -- error), like complete_job_with_result and bury_job but for a job that has dependents.
