@@ -11,16 +11,11 @@ from mysqlq.web import WebSettings, create_app
 
 from .conftest import QueueDB
 from .ops_fixtures import assert_one_line_error, plant, status_of
+from .web_fixtures import csrf_of
 
 
 def client(qdb: QueueDB, **options: Any) -> Any:
     return create_app(WebSettings(qdb.settings(), **options)).test_client()
-
-
-def csrf_of(page: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', page)
-    assert found, page
-    return found.group(1)
 
 
 def test_what_a_job_holds_is_shown_escaped(qdb: QueueDB) -> None:

@@ -212,3 +212,31 @@ def test_a_group_of_ten_thousand_members(qdb: QueueDB) -> None:
     assert [words for words in qdb.records() if words[1] == "gather"] == [[str(group.callback), "gather", "10000"]]
     status, result = state(qdb, group.callback)
     assert status == "done" and result["ids"] == group.members and result["results"] == list(range(10_000))
+
+
+def test_cancelling_a_workflow_cancels_every_step_that_has_not_ended(qdb: QueueDB) -> None:
+    from mysqlq.web import WebSettings, create_app
+
+    from .web_fixtures import csrf_of
+
+    with qdb.producer() as producer:
+        group = producer.group([Job("test.step", {"tag": n}, queue="first") for n in range(3)],
+                               then=Job("test.gather"))
+        chain = producer.chain(Job("test.step"), Job("test.step"))
+        other = producer.chain(Job("test.step"), Job("test.step"))
+        after = producer.enqueue("test.step", after=[group.callback, chain[-1]])
+    drain(qdb, "--queue", "first")  # the members end done: only what waits is left to cancel
+    out = qdb.cli("cancel", "--workflow", str(group.members[0]), check=True).stdout
+    assert out.strip() == f"cancelled 4 jobs of the workflow of job {group.members[0]}"
+    assert [state(qdb, job_id)[0] for job_id in group.members] == ["done"] * 3
+    assert [state(qdb, job_id)[0] for job_id in [group.callback, *chain, after]] == ["cancelled"] * 4
+    assert [state(qdb, job_id)[0] for job_id in other] == ["ready", "waiting"]  # not linked
+    client = create_app(WebSettings(qdb.settings())).test_client()
+    page = client.get(f"/jobs/{other[1]}").get_data(as_text=True)
+    assert "Cancel workflow" in page
+    token = csrf_of(page)
+    answer = client.post(f"/jobs/{other[1]}/cancel-workflow", data={"csrf": token}, follow_redirects=True)
+    assert f"cancelled 2 jobs of the workflow of job {other[1]}" in answer.get_data(as_text=True)
+    assert [state(qdb, job_id)[0] for job_id in other] == ["cancelled", "cancelled"]
+    refused = qdb.cli("cancel", "--workflow", "999999")
+    assert refused.returncode != 0 and "no job with id 999999" in refused.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -36,3 +37,10 @@ def stats_json(qdb: QueueDB) -> dict[str, dict[str, Any]]:
     """`mysqlq stats --json`, by queue."""
     result = qdb.cli("stats", "--json", check=True)
     return {entry["queue"]: entry for entry in json.loads(result.stdout)}
+
+
+def csrf_of(page: str) -> str:
+    """The CSRF token of a dashboard page's forms."""
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found, page
+    return found.group(1)

@@ -227,7 +227,7 @@ def _links(jobs: list[tuple[int, str]]) -> str:
 # ---------------------------------------------------------------------------- retry / cancel
 
 SHOW_LINKS = 50  # parents and dependents `jobs show` lists at most
-CANCELLABLE = ["ready", "scheduled", "blocked", "waiting", "running"]
+CANCELLABLE = list(store.CANCELLABLE)
 
 
 def _refuse(found: Mapping[int, tuple[str, str]], ids: Sequence[int], allowed: Sequence[str], action: str) -> None:
@@ -288,8 +288,11 @@ def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str
 
 @main.command()
 @click.argument("ids", nargs=-1, metavar="ID...")
+@click.option("--workflow", "workflow", is_flag=True, envvar="MYSQLQ_CANCEL_WORKFLOW", show_envvar=True,
+              help="Cancel every job of ID's workflow that has not ended: the jobs it waits for, those that wait "
+              "for it, theirs in turn (a group's members and callback, a whole chain).")
 @click.pass_context
-def cancel(ctx: click.Context, ids: tuple[str, ...]) -> None:
+def cancel(ctx: click.Context, ids: tuple[str, ...], workflow: bool) -> None:
     """Cancel jobs: ready, scheduled, blocked or waiting ones will not run; a running one's handler is asked to stop.
 
     The worker holding a running job finds it cancelled within a second: an `async def` handler is
@@ -303,9 +306,18 @@ def cancel(ctx: click.Context, ids: tuple[str, ...]) -> None:
         raise ConfigError("give the ids of the jobs to cancel")
     job_ids = parse_ids(ids)
     _, db = _database(ctx)
-    change = _change(db, "cancel_jobs", job_ids, CANCELLABLE, "cancelled")
+    if workflow:
+        if len(job_ids) != 1:
+            raise ConfigError("--workflow takes the id of one job of the workflow")
+        (job_id,) = job_ids
+        change = db.run(lambda cur: store.cancel_workflow(cur, job_id, lambda found: _refuse(
+            found, [job_id], [*CANCELLABLE, "done", "dead", "cancelled"], "cancelled")))
+        where = f" of the workflow of job {job_id}"
+    else:
+        change = _change(db, "cancel_jobs", job_ids, CANCELLABLE, "cancelled")
+        where = ""
     running = f" ({_jobs(change.running)} running: asked to stop)" if change.running else ""
-    click.echo(f"cancelled {_jobs(change.changed)}{running}")
+    click.echo(f"cancelled {_jobs(change.changed)}{where}{running}")
 
 
 # ---------------------------------------------------------------------------- pause / resume

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mysqlq.core.errors import InvalidJob
+from mysqlq.core.errors import InvalidJob, MysqlqError
 from mysqlq.core.jobs import MAX_PARENTS, Parent
 from mysqlq.store import execute, execute_in
 from mysqlq.store.db import Cursor
@@ -165,6 +165,24 @@ def dependents_of(cur: Cursor, job_id: int, limit: int = 1000) -> list[tuple[int
     """The jobs that wait (or waited) for ``job_id``: (id, status), in id order, at most ``limit``."""
     execute(cur, "dependents_list", {"id": job_id, "limit": limit})
     return [(int(child), str(status)) for child, status in cur.fetchall()]
+
+
+def workflow(cur: Cursor, job_id: int, limit: int = 100_000) -> list[int]:
+    """Every job linked to ``job_id`` through parents and dependents, in turn (the job included), in
+    id order: its workflow. At most ``limit`` jobs; MysqlqError beyond."""
+    found = {job_id}
+    frontier = [job_id]
+    while frontier:
+        step = []
+        for statement in ("parents_of_many", "children_of_many"):
+            for start in range(0, len(frontier), 1000):
+                execute_in(cur, statement, frontier[start:start + 1000])
+                step += [int(row[0]) for row in cur.fetchall()]
+        frontier = sorted(set(step) - found)
+        found.update(frontier)
+        if len(found) > limit:
+            raise MysqlqError(f"the workflow of job {job_id} has more than {limit} jobs: cancel its jobs by id")
+    return sorted(found)
 
 
 def forget(cur: Cursor, deleted: Sequence[int]) -> int:

@@ -16,6 +16,7 @@ from mysqlq.store.db import Cursor, transaction
 START = dt.datetime(1000, 1, 1)
 # Statuses whose rows are found by (status, queue) in mysqlq_jobs_state: all but running.
 NOT_RUNNING = ("ready", "scheduled", "blocked", "waiting", "done", "dead", "cancelled")
+CANCELLABLE = ("ready", "scheduled", "blocked", "waiting", "running")  # the statuses cancel_jobs changes
 # A filter no index orders (a handler; on the dashboard, a queue over every status) is looked for in
 # the newest HISTORY_WINDOW job ids only, HISTORY_STEP ids per statement: a listing reads a bounded
 # number of rows however long the history and however rare the match.
@@ -166,6 +167,13 @@ def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequen
                                                  if status in allowed])
     queues = frozenset(queue for status, queue in found.values() if status in allowed)
     return Change(changed, queues, sum(1 for status, _ in found.values() if status == "running" and status in allowed))
+
+
+def cancel_workflow(cur: Cursor, job_id: int, check: Any) -> Change:
+    """Cancel every job of ``job_id``'s workflow (it, its parents and dependents, theirs in turn)
+    that has not ended yet; ``check(found)`` may refuse first (the job itself must exist)."""
+    ids = dependencies.workflow(cur, job_id)
+    return change_jobs(cur, "cancel_jobs", ids, CANCELLABLE, check)
 
 
 def dead_jobs(cur: Cursor, queue: str | None, limit: int) -> list[tuple[int, str]]:

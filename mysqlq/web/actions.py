@@ -38,12 +38,25 @@ def retry_job(run: Run, settings: Settings, job_id: int) -> str:
     return f"job {job_id} is ready again, with its attempts reset"
 
 
-CANCELLABLE = ("ready", "scheduled", "blocked", "waiting", "running")
+CANCELLABLE = ops_store.CANCELLABLE
 
 
 def cancel_job(run: Run, job_id: int) -> str:
     change = _change(run, "cancel_jobs", job_id, CANCELLABLE, "cancelled")
     return f"job {job_id} is cancelled" + (" (its handler is asked to stop)" if change.running else "")
+
+
+def cancel_workflow(run: Run, job_id: int) -> str:
+    """Every job of the workflow that has not ended (the job itself may have)."""
+
+    def check(found: Mapping[int, tuple[str, str]]) -> None:
+        if job_id not in found:
+            raise NotFound(f"no job with id {job_id}")
+
+    change: ops_store.Change = run(lambda cur: ops_store.cancel_workflow(cur, job_id, check))
+    stopping = f" ({change.running} running: asked to stop)" if change.running else ""
+    jobs = f"{change.changed} job{'s' if change.changed != 1 else ''}"
+    return f"cancelled {jobs} of the workflow of job {job_id}{stopping}"
 
 
 def retry_dead(run: Run, settings: Settings, queue: str | None) -> str:

@@ -125,6 +125,14 @@ SELECT p.id, p.status, IF(%(results)s, p.result, NULL)
 SELECT c.id, c.status FROM mysqlq_dependencies d JOIN mysqlq_jobs c ON c.id = d.child_id
  WHERE d.parent_id = %(id)s ORDER BY c.id LIMIT %(limit)s;
 
+-- name: parents_of_many
+-- The parents of these jobs (a walk of a workflow, by the child's index).
+SELECT DISTINCT parent_id FROM mysqlq_dependencies WHERE child_id IN ({ids});
+
+-- name: children_of_many
+-- The dependents of these jobs (a walk of a workflow, by the primary key).
+SELECT DISTINCT child_id FROM mysqlq_dependencies WHERE parent_id IN ({ids});
+
 -- name: delete_dependencies
 -- Retention: the pairs of dependents among these ids that were deleted (by the child's index).
 DELETE d FROM mysqlq_dependencies d LEFT JOIN mysqlq_jobs j ON j.id = d.child_id

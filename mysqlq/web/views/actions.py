@@ -39,6 +39,12 @@ def cancel(job_id: int) -> BaseResponse:
     return act(lambda: do.cancel_job(run, job_id), url_for("job", job_id=job_id))
 
 
+@routes.post("/jobs/<int:job_id>/cancel-workflow")
+def cancel_workflow(job_id: int) -> BaseResponse:
+    run = current().run
+    return act(lambda: do.cancel_workflow(run, job_id), url_for("job", job_id=job_id))
+
+
 @routes.post("/retry-dead")
 def retry_dead() -> BaseResponse:
     state = current()
