@@ -157,3 +157,43 @@ def test_a_drain_survives_a_node_killed_mid_way(cluster: PrivateGalera, database
     lines = (tmp_path / "record.txt").read_text().split("\n")
     plain_runs = [line.split()[0] for line in lines if line.strip() and line.split()[2] == "default"]
     assert len(set(plain_runs)) == total // 2
+
+
+def test_workflows_released_across_nodes(cluster: PrivateGalera, database: str, workers: Workers,
+                                         tmp_path: pathlib.Path) -> None:
+    """Groups and chains enqueued on two nodes, their jobs ended by workers on all three: the members
+    of one group count down their callback's row from every node (certification conflicts, retried);
+    every callback and step runs once, after its parents, with their results."""
+    dsn = node_dsn(cluster, database, 1)
+    assert run(["migrate"], dsn).returncode == 0
+    query_once(connect(Dsn.parse(dsn)), "CREATE TABLE test_effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+               "job_id BIGINT NOT NULL, attempt INT NOT NULL, KEY (job_id))")
+    groups: list[tuple[int, list[int]]] = []
+    chains: list[list[int]] = []
+    for node in (1, 2):
+        with Producer(Settings(dsn=Dsn.parse(node_dsn(cluster, database, node)), hint=False)) as producer:
+            for g in range(100):
+                group = producer.group([Job("test.echo", {"value": m}) for m in range(10)], then=Job("test.tgather"))
+                groups.append((group.callback, group.members))
+                chains.append(producer.chain(*[Job("test.tstep", {"tag": f"{node}.{g}.{s}"}) for s in range(4)]))
+    for node in (1, 2, 3):
+        workers.start(node, "--batch-size", "10", "--concurrency", "2")
+    total = len(groups) * 11 + len(chains) * 4
+    conn = connect(Dsn.parse(dsn))
+    try:
+        wait_done(conn.cursor(), total, timeout=240, interval=0.5)
+    finally:
+        conn.close()
+    assert scalar(dsn, "SELECT COUNT(*) FROM mysqlq_jobs WHERE status <> 'done'") == 0
+    transactional = len(groups) + len(chains) * 4
+    assert scalar(dsn, "SELECT COUNT(*) FROM test_effects") == transactional
+    assert scalar(dsn, "SELECT COUNT(DISTINCT job_id) FROM test_effects") == transactional
+    records = (tmp_path / "record.txt").read_text().split("\n")
+    assert [line for line in records if " early " in line] == []
+    for callback, members in groups:
+        result = json.loads(str(scalar(dsn, f"SELECT CAST(result AS CHAR) FROM mysqlq_jobs WHERE id = {callback}")))
+        assert result == {"ids": members, "results": list(range(10)), "statuses": ["done"]}
+    for chain in chains:
+        tags = json.loads(str(scalar(dsn, f"SELECT CAST(result AS CHAR) FROM mysqlq_jobs WHERE id = {chain[-1]}")))
+        assert len(tags) == 4 and len({tag.rsplit(".", 1)[0] for tag in tags}) == 1
+    assert all(proc.poll() is None for proc in workers.procs), "a worker exited"
