@@ -186,6 +186,12 @@ def test_the_dashboard_shows_a_jobs_parents_and_dependents(qdb: QueueDB) -> None
     assert 'title="waiting for the jobs they were enqueued after">waiting</th>' in dashboard
     metrics = client.get("/metrics").get_data(as_text=True)
     assert 'mysqlq_jobs{queue="default",status="waiting"} 1.0' in metrics
+    assert f'href="/jobs/{first}/workflow">Workflow</a>' in member
+    flow = client.get(f"/jobs/{first}/workflow").get_data(as_text=True)
+    assert "3 jobs:" in flow and '<span class="badge ready">ready</span> 2' in flow
+    callback_row = flow[flow.index(f'<tr data-job="{group.callback}">'):].split("</tr>")[0]
+    assert f'<a href="/jobs/{first}">{first}</a>, <a href="/jobs/{second}">{second}</a>' in callback_row
+    assert client.get("/jobs/999999/workflow").status_code == 404
 
 
 def test_the_cli_enqueues_after_other_jobs(qdb: QueueDB, tmp_path: Any) -> None:

@@ -170,6 +170,15 @@ def dependents_of(cur: Cursor, job_id: int, limit: int = 1000) -> list[tuple[int
 def workflow(cur: Cursor, job_id: int, limit: int = 100_000) -> list[int]:
     """Every job linked to ``job_id`` through parents and dependents, in turn (the job included), in
     id order: its workflow. At most ``limit`` jobs; MysqlqError beyond."""
+    ids, whole = workflow_part(cur, job_id, limit)
+    if not whole:
+        raise MysqlqError(f"the workflow of job {job_id} has more than {limit} jobs: cancel its jobs by id")
+    return ids
+
+
+def workflow_part(cur: Cursor, job_id: int, limit: int) -> tuple[list[int], bool]:
+    """The jobs of ``job_id``'s workflow, nearest first, in id order, and whether that is all of them
+    (False: the walk stopped once it had found more than ``limit``; the first ``limit`` are returned)."""
     found = {job_id}
     frontier = [job_id]
     while frontier:
@@ -181,8 +190,18 @@ def workflow(cur: Cursor, job_id: int, limit: int = 100_000) -> list[int]:
         frontier = sorted(set(step) - found)
         found.update(frontier)
         if len(found) > limit:
-            raise MysqlqError(f"the workflow of job {job_id} has more than {limit} jobs: cancel its jobs by id")
-    return sorted(found)
+            return sorted(found)[:limit], False
+    return sorted(found), True
+
+
+def parents_within(cur: Cursor, ids: Sequence[int]) -> dict[int, list[int]]:
+    """For each of ``ids`` that waits for jobs, their ids (a workflow's page)."""
+    found: dict[int, list[int]] = {}
+    for start in range(0, len(ids), 1000):
+        execute_in(cur, "pairs_of_children", ids[start:start + 1000])
+        for child, parent in cur.fetchall():
+            found.setdefault(int(child), []).append(int(parent))
+    return found
 
 
 def forget(cur: Cursor, deleted: Sequence[int]) -> int:

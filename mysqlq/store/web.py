@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from mysqlq.store import execute, execute_in
+from mysqlq.store import dependencies, execute, execute_in
 from mysqlq.store import ops as ops_store
 from mysqlq.store.db import Cursor
 
@@ -91,3 +93,24 @@ def running_jobs(cur: Cursor, limit: int) -> dict[int, list[tuple[int, str, str]
     for worker_id, job_id, queue, handler in cur.fetchall():
         held.setdefault(int(worker_id or 0), []).append((int(job_id), str(queue), str(handler)))
     return held
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A workflow's page: its jobs in id order (at most the limit), what each waits for among
+    them, and whether that is every job of it."""
+
+    jobs: list[dict[str, Any]]
+    parents: dict[int, list[int]]
+    whole: bool
+
+
+def workflow(cur: Cursor, job_id: int, limit: int) -> Workflow:
+    """The jobs linked to ``job_id`` through parents and dependents, in turn."""
+    ids, whole = dependencies.workflow_part(cur, job_id, limit)
+    jobs: list[dict[str, Any]] = []
+    for start in range(0, len(ids), 1000):
+        execute_in(cur, "web_jobs_by_id", ids[start:start + 1000])
+        names = [d[0] for d in cur.description or ()]
+        jobs += [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return Workflow(jobs, dependencies.parents_within(cur, ids), whole)

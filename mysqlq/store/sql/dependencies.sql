@@ -133,6 +133,10 @@ SELECT DISTINCT parent_id FROM mysqlq_dependencies WHERE child_id IN ({ids});
 -- The dependents of these jobs (a walk of a workflow, by the primary key).
 SELECT DISTINCT child_id FROM mysqlq_dependencies WHERE parent_id IN ({ids});
 
+-- name: pairs_of_children
+-- (dependent, parent) for these dependents, by the child's index (a workflow's page).
+SELECT child_id, parent_id FROM mysqlq_dependencies WHERE child_id IN ({ids}) ORDER BY child_id, parent_id;
+
 -- name: delete_dependencies
 -- Retention: the pairs of dependents among these ids that were deleted (by the child's index).
 DELETE d FROM mysqlq_dependencies d LEFT JOIN mysqlq_jobs j ON j.id = d.child_id

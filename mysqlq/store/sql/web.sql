@@ -33,6 +33,12 @@ SELECT id, queue, handler, status, attempts, max_attempts, worker, enqueued_at, 
    AND (%(before)s IS NULL OR id < %(before)s)
  ORDER BY id DESC LIMIT %(limit)s;
 
+-- name: web_jobs_by_id
+-- The jobs of a workflow's page, by primary key.
+SELECT id, queue, handler, status, attempts, max_attempts, worker, enqueued_at, finished_at,
+       LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+  FROM mysqlq_jobs WHERE id IN ({ids}) ORDER BY id;
+
 -- name: web_list_jobs_in_state
 -- The same page for ready, scheduled or blocked jobs: that status's range of mysqlq_jobs_state,
 -- sorted (live jobs only: ended ones are listed a window of history at a time).

@@ -22,6 +22,7 @@ CHART_MINUTES = 60
 HELD_LIMIT = 1000  # running jobs listed on the workers page
 SCHEDULES_LIMIT = 1000  # schedule entries listed (a schedule file holds far fewer)
 LINKS_LIMIT = 50  # parents and dependents listed on a job's page
+WORKFLOW_LIMIT = 1000  # jobs listed on a workflow's page
 
 routes = Routes()
 
@@ -89,6 +90,18 @@ def job(job_id: int) -> str:
     return render_template("job.html", job=row, payload=_pretty(row.pop("payload")),
                            result=None if result is None else _pretty(result), parents=parents,
                            dependents=dependents, links_limit=LINKS_LIMIT)
+
+
+@routes.get("/jobs/<int:job_id>/workflow")
+def workflow(job_id: int) -> str:
+    run = current().run
+    if run(lambda cur: ops_store.get_job(cur, job_id)) is None:
+        raise NotFound(f"no job with id {job_id}")
+    found = run(lambda cur: web_store.workflow(cur, job_id, WORKFLOW_LIMIT))
+    counts: dict[str, int] = {}
+    for row in found.jobs:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    return render_template("workflow.html", job_id=job_id, flow=found, counts=counts, limit=WORKFLOW_LIMIT)
 
 
 def _pretty(raw: Any) -> str:
