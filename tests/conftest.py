@@ -4,7 +4,9 @@ Server part: every test that needs a database uses the session fixture
 ``mariadb``.  With ``MYSQLQ_TEST_DSN`` set, that server is used as is (and
 cannot be killed or restarted).  Otherwise a private ``mariadbd`` is started
 in a temp dir for the session (mysqlq_harness.mariadb) and stopped at the
-end.  When no server can be had, tests are skipped, or fail when ``CI`` is set.
+end; with ``MYSQLQ_TEST_SERVER=mysql`` (``make test-mysql``) a private MySQL
+``mysqld`` instead (mysqlq_harness.mysql).  When no server can be had, tests
+are skipped, or fail when ``CI`` is set.
 
 This part must stay importable without the mysqlq package or any DB driver.
 """
@@ -23,8 +25,11 @@ from typing import Any, NoReturn, Protocol, TypeVar
 import pytest
 from mysqlq_harness.lifecycle import child_env
 from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB, server_greets
+from mysqlq_harness.mysql import PrivateMySQL
 from mysqlq_harness.systemd import PrivateSystemd, missing_prerequisites
 from mysqlq_harness.waiting import stop_processes, wait_done, wait_for
+
+ON_MYSQL = os.environ.get("MYSQLQ_TEST_SERVER", "mariadb") == "mysql"  # the private server is MySQL's mysqld
 
 
 def unavailable(reason: str) -> NoReturn:
@@ -117,6 +122,8 @@ def throwaway(server: S, what: str) -> Iterator[S]:
 def throwaway_mariadb(directory: pathlib.Path, what: str = "a private mariadbd",
                       **options: Any) -> contextlib.AbstractContextManager[PrivateMariaDB]:
     """A throwaway mariadbd in ``directory`` (PrivateMariaDB ``options``), as :func:`throwaway`."""
+    if ON_MYSQL:
+        return throwaway(PrivateMySQL(directory, die_with_parent=True, **options), what.replace("mariadbd", "mysqld"))
     return throwaway(PrivateMariaDB(directory, die_with_parent=True, **options), what)
 
 
@@ -159,6 +166,18 @@ def with_database(dsn: str, database: str) -> str:
     """The same server DSN naming another database."""
     url = urllib.parse.urlsplit(dsn)
     return urllib.parse.urlunsplit(url._replace(path="/" + database))
+
+
+def numbers(count: int) -> str:
+    """A derived table of the integers 1…count in a column ``seq``, for INSERT … SELECT, on MariaDB and
+    MySQL alike (MariaDB's seq_1_to_N tables do not exist on MySQL, and MySQL stops a recursive CTE at
+    1,000 rows): cross products of the ten digits."""
+    digits = "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " \
+             "UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+    places = max(1, len(str(count)))
+    terms = " + ".join(f"d{n}.d * {10 ** n}" for n in range(places))
+    joined = ", ".join(f"{digits} AS d{n}" for n in range(places))
+    return f"(SELECT {terms} + 1 AS seq FROM {joined} HAVING seq <= {count}) AS numbers"
 
 
 def query_once(conn: Any, sql: str, params: Any = None) -> list[tuple[Any, ...]]:

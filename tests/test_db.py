@@ -10,7 +10,7 @@ import pytest
 from mysqlq.core.config import Dsn
 from mysqlq.store.db import CLI_RETRY, Cursor, Database, RetryPolicy, is_transient
 
-from .conftest import QueueDB
+from .conftest import QueueDB, numbers
 
 
 def test_a_real_deadlock_is_retried_until_the_work_succeeds(qdb: QueueDB) -> None:
@@ -21,7 +21,7 @@ def test_a_real_deadlock_is_retried_until_the_work_succeeds(qdb: QueueDB) -> Non
     other.begin()
     with other.cursor() as cur:
         # InnoDB rolls back the lighter transaction: make ours the victim, so the retry is exercised.
-        cur.execute("INSERT INTO ballast SELECT seq FROM seq_1_to_1000")
+        cur.execute(f"INSERT INTO ballast SELECT seq FROM {numbers(1000)}")
         cur.execute("UPDATE t SET v = v + 1 WHERE id = 2")
     locked_row_1 = threading.Event()
     attempts = []

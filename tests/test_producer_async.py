@@ -18,7 +18,7 @@ def test_a_thousand_aenqueues_in_flight_each_get_their_own_job(qdb: QueueDB) -> 
 
     ids = asyncio.run(main())
     assert len(set(ids)) == 1000
-    payloads = dict(qdb.query("SELECT id, JSON_VALUE(payload, '$.n') FROM mysqlq_jobs"))
+    payloads = dict(qdb.query("SELECT id, JSON_VALUE(CAST(payload AS CHAR), '$.n') FROM mysqlq_jobs"))
     assert [int(payloads[job_id]) for job_id in ids] == list(range(1000))
 
 
@@ -68,8 +68,8 @@ def test_an_async_transaction_commits_or_rolls_back_with_your_statements(qdb: Qu
 
     asyncio.run(main())
     assert qdb.query("SELECT id FROM orders") == [(1,)]
-    orders = qdb.query("SELECT JSON_VALUE(payload, '$.order') FROM mysqlq_jobs WHERE JSON_VALUE(payload, '$.order') "
-                       "IS NOT NULL")
+    orders = qdb.query("SELECT JSON_VALUE(CAST(payload AS CHAR), '$.order') FROM mysqlq_jobs "
+                       "WHERE JSON_VALUE(CAST(payload AS CHAR), '$.order') IS NOT NULL")
     assert [int(order) for (order,) in orders] == [1]
 
 

@@ -65,8 +65,8 @@ def test_sixteen_threads_share_one_producer_through_its_pool(qdb: QueueDB) -> No
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == expected
     # Each thread's payloads went in once, under the ids it was given.
     for thread, ids in enumerate(results):
-        rows = qdb.query("SELECT id FROM mysqlq_jobs WHERE JSON_VALUE(payload, '$.thread') = %s "
-                         "AND JSON_VALUE(payload, '$.n') IS NOT NULL ORDER BY id", (thread,))
+        rows = qdb.query("SELECT id FROM mysqlq_jobs WHERE JSON_VALUE(CAST(payload AS CHAR), '$.thread') = %s "
+                         "AND JSON_VALUE(CAST(payload AS CHAR), '$.n') IS NOT NULL ORDER BY id", (thread,))
         assert [row[0] for row in rows] == sorted(ids[:per_thread])
 
 

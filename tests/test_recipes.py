@@ -50,7 +50,7 @@ def test_fastapi_enqueues_inside_its_sqlalchemy_transaction(qdb: QueueDB) -> Non
         status, _ = post(f"{url}/orders/2?total=5&fail_after_insert=true")
         assert status == 500
     assert qdb.query("SELECT id FROM orders") == [(1,)]  # the failed request left nothing
-    jobs = qdb.query("SELECT id, handler, JSON_VALUE(payload, '$.order') FROM mysqlq_jobs")
+    jobs = qdb.query("SELECT id, handler, JSON_VALUE(CAST(payload AS CHAR), '$.order') FROM mysqlq_jobs")
     assert [(job_id, handler, int(order)) for job_id, handler, order in jobs] == [(body["job"], "order.confirm", 1)]
     confirmed: list[int] = []
     assert drain(qdb.settings(), handlers={"order.confirm": lambda p, ctx: confirmed.append(p["order"])}).done == 1

@@ -8,7 +8,7 @@ from typing import Any
 from mysqlq.store.schema import applied_version, latest_version, migrate
 from mysqlq.store.sql import migrations, query
 
-from .conftest import QueueDB
+from .conftest import QueueDB, numbers
 
 
 def test_migrate_is_idempotent(qdb: QueueDB) -> None:
@@ -29,11 +29,11 @@ def test_tables_are_prefixed(qdb: QueueDB) -> None:
 def test_claim_reads_only_the_ready_rows_of_its_queue(qdb: QueueDB) -> None:
     # 20,000 done rows and 50 ready ones: the claim must walk the claim index from the
     # first ready row of the queue and stop after LIMIT rows, whatever history there is.
-    qdb.query("""INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, enqueued_at)
-                 SELECT 'default', 'test.record', '{}', 'done', NOW(6), 5, NOW(6)
-                   FROM seq_1_to_20000""")
-    qdb.query("""INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, enqueued_at)
-                 SELECT 'default', 'test.record', '{}', 'ready', NOW(6), 5, NOW(6) FROM seq_1_to_50""")
+    qdb.query(f"""INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, enqueued_at)
+                  SELECT 'default', 'test.record', '{{}}', 'done', NOW(6), 5, NOW(6)
+                    FROM {numbers(20000)}""")
+    qdb.query(f"""INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, enqueued_at)
+                  SELECT 'default', 'test.record', '{{}}', 'ready', NOW(6), 5, NOW(6) FROM {numbers(50)}""")
     qdb.query("ANALYZE TABLE mysqlq_jobs")
     claim = query("claim_batch")
     params = {"queue": "default", "batch_id": 1, "worker_id": 1, "worker": "w", "lease_us": 1, "limit": 10}

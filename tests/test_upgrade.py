@@ -12,7 +12,7 @@ from mysqlq.store import execute
 from mysqlq.store.schema import latest_version, migrate
 from mysqlq.store.sql import migrations
 
-from .conftest import QueueDB
+from .conftest import QueueDB, numbers
 
 # The columns every schema since version 1 has; version 5 added dedupe_scope.
 COLUMNS = ("id, queue, handler, payload, status, priority, run_at, attempts, max_attempts, time_limit, batch_id, "
@@ -90,7 +90,7 @@ def test_an_upgrade_keeps_every_job_and_then_runs_them_all(qdb: QueueDB, version
         cur.execute("INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, attempts, "
                     "enqueued_at, started_at, finished_at, batch_id) SELECT 'default', 'test.record', '{}', 'done', "
                     "NOW(6) - INTERVAL 2 DAY, 3, 1, NOW(6) - INTERVAL 2 DAY, NOW(6) - INTERVAL 2 DAY, "
-                    "NOW(6) - INTERVAL 2 DAY, 9 FROM seq_1_to_12000")
+                    f"NOW(6) - INTERVAL 2 DAY, 9 FROM {numbers(12000)}")
     columns = COLUMNS + (", dedupe_scope" if version >= 5 else "")
     before = snapshot(qdb, columns)
 
