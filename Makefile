@@ -28,7 +28,7 @@ PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.1[23]*/bin/python3) \
                      $(shell command -v python3.13 python3.12 2>/dev/null))
 VENV6 := .venv-django6
 
-.PHONY: all deps venv lint docs test test-django6 demo bench clean distclean
+.PHONY: all deps venv lint docs test test-django6 test-mysql mysql demo bench clean distclean
 
 all: test
 
@@ -72,10 +72,22 @@ docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # test: lint, then pytest (the session fixture starts a private mariadbd itself,
-# or uses MYSQLQ_TEST_DSN).  Extra pytest options: make test PYTEST_ARGS='-k claim -x'
+# or uses MYSQLQ_TEST_DSN), the Django 6 lane, and the whole suite again on MySQL.
+# Extra pytest options: make test PYTEST_ARGS='-k claim -x'
 test: deps venv lint docs
 	$(BIN)/pytest $(PYTEST_ARGS)
 	$(MAKE) test-django6
+	$(MAKE) test-mysql
+
+# mysql: a private MySQL server's files (Debian sid's mysql-server-core and its libraries, unpacked
+# by the harness into ~/.cache/mysqlq-mysql/root with the machine's own apt; nothing installed
+# system-wide), for the tests and the benchmark.
+mysql: venv
+	$(BIN)/python -m mysqlq_harness.mysql install
+
+# test-mysql: the whole suite again, on a private MySQL server instead of mariadbd.
+test-mysql: deps venv mysql
+	MYSQLQ_TEST_SERVER=mysql $(BIN)/pytest $(PYTEST_ARGS)
 
 # test-django6: the Django backend's tests on Django 6 (django.tasks itself) with Python 3.12+.
 # Without such an interpreter it says so, and fails under CI.

@@ -167,6 +167,13 @@ class Bench:
         if given:
             self.base = mysqlq.Dsn.parse(given)
             self.where = f"MYSQLQ_DSN ({self.base.redacted()})"
+        elif os.environ.get("MYSQLQ_BENCH_SERVER") == "mysql":
+            from mysqlq_harness.mysql import PrivateMySQL
+
+            self.server = PrivateMySQL(self.tmp / "mysql", die_with_parent=True)
+            self.server.start()
+            self.base = mysqlq.Dsn.parse(self.server.dsn)
+            self.where = "a private MySQL mysqld (mysqlq_harness.mysql, default server settings)"
         else:
             from mysqlq_harness.mariadb import PrivateMariaDB
 
