@@ -187,9 +187,7 @@ async def aecho(payload: Any, ctx: mysqlq.JobContext) -> Any:
 @mysqlq.handler(transactional=True)
 def techo(payload: Any, ctx: mysqlq.JobContext) -> Any:
     """A transactional handler that writes an effect row and returns a result: both commit or neither."""
-    assert ctx.conn is not None
-    with ctx.conn.cursor() as cur:
-        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+    _effect(ctx)
     return echo(payload, ctx)
 
 
@@ -208,9 +206,7 @@ def step(payload: Any, ctx: mysqlq.JobContext) -> Any:
 @mysqlq.handler(transactional=True)
 def tstep(payload: Any, ctx: mysqlq.JobContext) -> Any:
     """step, transactional: its effect row and its completion (which releases what waits) commit together."""
-    assert ctx.conn is not None
-    with ctx.conn.cursor() as cur:
-        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+    _effect(ctx)
     return step(payload, ctx)
 
 
@@ -226,9 +222,7 @@ def gather(payload: Any, ctx: mysqlq.JobContext) -> Any:
 @mysqlq.handler(transactional=True)
 def tgather(payload: Any, ctx: mysqlq.JobContext) -> Any:
     """gather, transactional: its effect row and its completion commit together."""
-    assert ctx.conn is not None
-    with ctx.conn.cursor() as cur:
-        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+    _effect(ctx)
     return gather(payload, ctx)
 
 
@@ -236,3 +230,10 @@ def _early(ctx: mysqlq.JobContext, parents: list[mysqlq.Parent]) -> None:
     """Record ``job_id early`` if the job runs while a job it waits for is not done."""
     if any(parent.status != "done" for parent in parents):
         _append(f"{ctx.job_id} early {','.join(f'{p.id}:{p.status}' for p in parents)}")
+
+
+def _effect(ctx: mysqlq.JobContext) -> None:
+    """A transactional handler's effect: a row of test_effects, in the transaction that completes the job."""
+    assert ctx.conn is not None
+    with ctx.conn.cursor() as cur:
+        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))

@@ -388,6 +388,21 @@ class PrivateMariaDB:
         args = [
             _mariadbd(),
             "--no-defaults",  # must come first: ignore /etc/mysql and ~/.my.cnf
+            *self._layout_args(),
+            # Without option files the server default would be latin1; match
+            # what Debian's and MySQL 8's stock configs give.
+            "--character-set-server=utf8mb4",
+            "--collation-server=utf8mb4_general_ci",
+        ]
+        if os.geteuid() == 0:
+            args.append("--user=root")
+        if self._first_start_file.exists():
+            args.append(f"--init-file={self._first_start_file}")
+        return args
+
+    def _layout_args(self) -> list[str]:
+        """Where the server keeps its files and listens, and its limits (any server of the harness)."""
+        return [
             f"--datadir={self.datadir}",
             f"--socket={self.socket}",
             f"--pid-file={self.pid_file}",
@@ -399,16 +414,7 @@ class PrivateMariaDB:
             "--max-connections=500",
             "--innodb-buffer-pool-size=256M",
             "--skip-log-bin",
-            # Without option files the server default would be latin1; match
-            # what Debian's and MySQL 8's stock configs give.
-            "--character-set-server=utf8mb4",
-            "--collation-server=utf8mb4_general_ci",
         ]
-        if os.geteuid() == 0:
-            args.append("--user=root")
-        if self._first_start_file.exists():
-            args.append(f"--init-file={self._first_start_file}")
-        return args
 
     def _wait_ready(
         self, deadline: float, proc: subprocess.Popen[bytes] | None, log_offset: int

@@ -122,20 +122,7 @@ class PrivateMySQL(PrivateMariaDB):
         self._first_start_file.write_text(_FIRST_START_SQL)
 
     def _server_args(self) -> list[str]:
-        args = [
-            *self._common(),
-            f"--datadir={self.datadir}",
-            f"--socket={self.socket}",
-            f"--pid-file={self.pid_file}",
-            f"--log-error={self.error_log}",
-            f"--tmpdir={self.basedir / 'tmp'}",
-            f"--port={self.port}",
-            f"--bind-address={self.bind_address}",
-            "--skip-name-resolve",
-            "--max-connections=500",
-            "--innodb-buffer-pool-size=256M",
-            "--skip-log-bin",
-        ]
+        args = [*self._common(), *self._layout_args()]
         if self._first_start_file.exists():
             args.append(f"--init-file={self._first_start_file}")
         return args
