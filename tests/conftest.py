@@ -32,6 +32,16 @@ from mysqlq_harness.waiting import stop_processes, wait_done, wait_for
 ON_MYSQL = os.environ.get("MYSQLQ_TEST_SERVER", "mariadb") == "mysql"  # the private server is MySQL's mysqld
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each lane runs the tests of its server's own features: Galera's in the MariaDB lane, Group
+    Replication's in the MySQL lane (deselected in the other, where they cannot apply)."""
+    other = "mariadb_only" if ON_MYSQL else "mysql_only"
+    kept = [item for item in items if item.get_closest_marker(other) is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
 def unavailable(reason: str) -> NoReturn:
     """Fail under CI (the server is required there), skip elsewhere."""
     if os.environ.get("CI"):

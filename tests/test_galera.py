@@ -21,7 +21,7 @@ from mysqlq.store.db import connect
 
 from .conftest import MYSQLQ, fresh_database, query_once, throwaway, unavailable
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.mariadb_only]
 
 
 @pytest.fixture(scope="module")
