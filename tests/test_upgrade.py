@@ -77,7 +77,7 @@ def states_agree(qdb: QueueDB) -> int:
                                  OR NOT (scheduled_at <=> IF(status = 'scheduled', run_at, NULL))"""))
 
 
-@pytest.mark.parametrize("version", [2, 5])
+@pytest.mark.parametrize("version", [1, 2, 5])
 def test_an_upgrade_keeps_every_job_and_then_runs_them_all(qdb: QueueDB, version: int) -> None:
     at_version(qdb, version)
     conn = qdb.connect()
