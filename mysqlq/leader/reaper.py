@@ -77,6 +77,9 @@ class Reaper:
 
 def _reap_parents(cur: Cursor, dead: list[int], sweep: bool, fence: store.Fence) -> int:
     """Jobs that others wait for and that reap_jobs left running (out of attempts): dead, and what
-    waits for them released, in one transaction."""
+    waits for them released, in one transaction. Almost always there are none: one statement says
+    so, without the transaction's two more (the idle leader runs this every sweep)."""
+    if not dependencies.lost_parents(cur, dead, sweep, fence):
+        return 0
     with transaction(cur.connection):
         return dependencies.reap_parents(cur, dead, sweep, fence)

@@ -136,14 +136,19 @@ def _cancel(cur: Cursor, children: list[int], parent: int, ended: str, waiting: 
 def reap_parents(cur: Cursor, worker_ids: Sequence[int], expired: bool, fence: Fence = NO_FENCE) -> int:
     """The reaper's releasing path: jobs with dependents that lost their worker on their last attempt
     end dead, and their dependents are cancelled (or run anyway). Returns how many ended."""
-    execute_in(cur, "reaped_parents", worker_ids, expired, *fence.params())
-    ids = [int(row[0]) for row in cur.fetchall()]
+    ids = lost_parents(cur, worker_ids, expired, fence)
     if not ids:
         return 0
     execute_in(cur, "bury_reaped", ids)
     for job_id in ids:
         release(cur, [job_id], "dead")
     return len(ids)
+
+
+def lost_parents(cur: Cursor, worker_ids: Sequence[int], expired: bool, fence: Fence = NO_FENCE) -> list[int]:
+    """The jobs reap_parents would end (locked, in a transaction; outside one, a plain look)."""
+    execute_in(cur, "reaped_parents", worker_ids, expired, *fence.params())
+    return [int(row[0]) for row in cur.fetchall()]
 
 
 def release_cancelled(cur: Cursor, ids: Sequence[int]) -> None:

@@ -319,15 +319,17 @@ class Keeper:
         if retry is not None:
             self._retry_in = retry if self._retry_in is None else min(self._retry_in, retry)
         if keyed(job for job, _ in entries):
-            queues = self.limits.settle(job for job, _ in entries)
-            if queues:
-                self._ready_queues |= queues
-                self.wake(queues)
+            self._gained(self.limits.settle(job for job, _ in entries))
         if batch.buffer.woken:  # jobs that waited for these are ready now
-            queues, batch.buffer.woken = batch.buffer.woken, set()
+            self._gained(batch.buffer.woken)
+            batch.buffer.woken = set()
+        self.report.written(batch.log, entries, lost)
+
+    def _gained(self, queues: set[str]) -> None:
+        """Queues that gained ready jobs by what this worker wrote: claim from them, wake the others."""
+        if queues:
             self._ready_queues |= queues
             self.wake(queues)
-        self.report.written(batch.log, entries, lost)
 
     def _release(self, batch: Batch, jobs: list[ClaimedJob], note: str | None = None) -> None:
         """Give claimed jobs back unstarted (no attempt spent); outcomes pending go first."""
