@@ -14,7 +14,8 @@ import time
 import pytest
 
 from mysqlq import Job
-from mysqlq.worker.claimsize import claim_limit, surplus
+from mysqlq.core.jobs import ClaimedJob
+from mysqlq.worker.claimsize import Durations, Tally, claim_limit, surplus
 
 from .conftest import MYSQLQ, QueueDB
 
@@ -231,6 +232,39 @@ def test_a_blind_claim_keeps_what_its_slots_start_soon() -> None:
     assert surplus(slots=5, free=2, stock=90, average=0.01, batch_size=100) == 63
     # No-op jobs: the whole batch starts soon, nothing goes back.
     assert surplus(slots=5, free=5, stock=99, average=0.00002, batch_size=100) == 0
+
+
+def test_durations_of_a_run_of_jobs_count_as_each_job_observed_in_turn() -> None:
+    one_by_one, at_once = Durations(), Durations()
+    for average in (one_by_one, at_once):
+        average.observe("q", 1.0)
+    for _ in range(10):
+        one_by_one.observe("q", 0.5)
+    at_once.observe_many("q", 5.0, 10)  # ten jobs of 0.5 s
+    assert at_once.get("q") == pytest.approx(one_by_one.get("q"))
+    at_once.observe_many("new", 3.0, 2)  # nothing known before: the run's mean
+    assert at_once.get("new") == pytest.approx(1.5)
+
+
+def test_a_tally_observes_each_run_of_one_queue_and_handler() -> None:
+    def job(queue: str, handler: str) -> ClaimedJob:
+        return ClaimedJob(1, queue, handler, b"null", 1, 5, None)
+
+    tally, by_queue, by_handler = Tally(), Durations(), Durations()
+    for queue, handler, seconds in [("a", "h", 0.1), ("a", "h", 0.3), ("b", "h", 1.0), ("a", "g", 2.0)]:
+        tally.add(job(queue, handler), seconds)
+    tally.observe(by_queue, by_handler)
+    expected_queue, expected_handler = Durations(), Durations()
+    for key, total, count in [("a", 0.4, 2), ("b", 1.0, 1), ("a", 2.0, 1)]:
+        expected_queue.observe_many(key, total, count)
+    for key, total, count in [("h", 0.4, 2), ("h", 1.0, 1), ("g", 2.0, 1)]:
+        expected_handler.observe_many(key, total, count)
+    for key in ("a", "b"):
+        assert by_queue.get(key) == pytest.approx(expected_queue.get(key))
+    for key in ("h", "g"):
+        assert by_handler.get(key) == pytest.approx(expected_handler.get(key))
+    tally.observe(by_queue, by_handler)  # it started over: nothing more is observed
+    assert by_queue.get("a") == pytest.approx(expected_queue.get("a"))
 
 
 def test_the_heartbeat_extends_the_lease_of_every_batch_in_hand(qdb: QueueDB) -> None:

@@ -150,13 +150,25 @@ class ConsoleLine:
         # A column whose values all show as they are (numbers, words) is formatted directly; another
         # goes through _value (quoting) value by value. Queues and handlers repeat: few distinct values.
         try:
-            plain = [all(_plain(value) for value in set(column)) for column in zip(*rows, strict=True)]
+            plain = [_plain_column(column) for column in zip(*rows, strict=True)]
         except TypeError:  # a value that cannot be hashed (a list, a dict) is not a plain one anyway
             plain = [False] * len(keys)
         if not all(plain):
             rows = [tuple(value if keep else _value(value) for value, keep in zip(row, plain, strict=True))
                     for row in rows]
         return "".join([template % row for row in rows])
+
+
+def _plain_column(column: tuple[Any, ...]) -> bool:
+    """Whether _value shows every value of ``column`` as str() does: numbers always (their types
+    are looked at in C), words when none of the distinct ones needs quotes."""
+    kinds = set(map(type, column))
+    if kinds <= _NUMBERS:
+        return True
+    return all(_plain(value) for value in set(column))
+
+
+_NUMBERS = frozenset([int, float])
 
 
 def _plain(value: Any) -> bool:

@@ -33,6 +33,9 @@ class Cancels:
         self._in_hand: set[int] = set()
         self._stops: dict[int, Stoppable] = {}
         self.requested: set[int] = set()  # jobs in hand that were cancelled
+        # The job running on the main thread, if any: one attribute replaced per job, cheaper than
+        # an entry in _stops added and removed (the path of every quick job).
+        self._here: tuple[int, Stoppable] | None = None
 
     def hold(self, ids: Iterable[int]) -> None:
         self._in_hand.update(ids)
@@ -40,13 +43,22 @@ class Cancels:
     def let_go(self, ids: Iterable[int]) -> None:
         ids = list(ids)
         self._in_hand.difference_update(ids)
-        self.requested.difference_update(ids)
-        for job_id in ids:
-            self._stops.pop(job_id, None)
+        if self.requested:
+            self.requested.difference_update(ids)
+        stops = self._stops
+        if stops:
+            for job_id in ids:
+                stops.pop(job_id, None)
 
     def started(self, job_id: int, stop: Stoppable) -> None:
         """A job began: ``stop.cancel()`` asks it to stop (called from another thread)."""
         self._stops[job_id] = stop
+        if job_id in self.requested:
+            stop.cancel()
+
+    def running_here(self, job_id: int, stop: Stoppable) -> None:
+        """A job began on the main thread (which runs one at a time): like :meth:`started`."""
+        self._here = (job_id, stop)
         if job_id in self.requested:
             stop.cancel()
 
@@ -56,8 +68,11 @@ class Cancels:
     def request(self, ids: set[int]) -> None:
         fresh = (ids & self._in_hand) - self.requested
         self.requested |= fresh
+        here = self._here
         for job_id in fresh:
             stop = self._stops.get(job_id)
+            if stop is None and here is not None and here[0] == job_id:
+                stop = here[1]
             if stop is not None:
                 stop.cancel()
 

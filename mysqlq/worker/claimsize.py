@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from mysqlq.core.jobs import ClaimedJob
+
 HORIZON = 0.05  # seconds: a claimed job should start within about this long
 WEIGHT = 0.2  # of the newest duration in the moving average
 
@@ -18,6 +20,12 @@ class Durations:
         average = self._average
         previous = average.get(key)
         average[key] = seconds if previous is None else previous + WEIGHT * (seconds - previous)
+
+    def observe_many(self, key: str, total: float, count: int) -> None:
+        """``count`` jobs that took ``total`` seconds in all, as if observed one by one at their mean."""
+        average = self._average
+        previous, mean = average.get(key), total / count
+        average[key] = mean if previous is None else previous + (1 - (1 - WEIGHT) ** count) * (mean - previous)
 
     def get(self, key: str) -> float | None:
         return self._average.get(key)
@@ -59,3 +67,32 @@ def surplus(slots: int, free: int, stock: int, average: float, batch_size: int) 
     ``average`` is known (or bounded from below by a job still running): those beyond what the slots
     start within the horizon, left for other workers."""
     return max(0, stock - wanted(slots, free, average, batch_size))
+
+
+class Tally:
+    """Durations of jobs run one after another on the main thread, observed once per run of one
+    queue and handler instead of once per job."""
+
+    __slots__ = ("count", "handler", "queue", "runs", "total")
+
+    def __init__(self) -> None:
+        self.queue, self.handler, self.total, self.count = "", "", 0.0, 0
+        self.runs: list[tuple[str, str, float, int]] = []
+
+    def add(self, job: ClaimedJob, seconds: float) -> None:
+        if job.queue == self.queue and job.handler == self.handler:
+            self.total += seconds
+            self.count += 1
+            return
+        if self.count:
+            self.runs.append((self.queue, self.handler, self.total, self.count))
+        self.queue, self.handler, self.total, self.count = job.queue, job.handler, seconds, 1
+
+    def observe(self, by_queue: Durations, by_handler: Durations) -> None:
+        """Into the moving averages; the tally starts over."""
+        if self.count:
+            self.runs.append((self.queue, self.handler, self.total, self.count))
+        for queue, handler, total, count in self.runs:
+            by_queue.observe_many(queue, total, count)
+            by_handler.observe_many(handler, total, count)
+        self.runs, self.total, self.count = [], 0.0, 0

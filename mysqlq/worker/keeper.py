@@ -24,7 +24,7 @@ from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.systemd import Notifier
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, Database
-from mysqlq.worker.claimsize import HORIZON, Durations, surplus
+from mysqlq.worker.claimsize import HORIZON, Durations, Tally, surplus
 from mysqlq.worker.leases import Leases
 from mysqlq.worker.limits import Limits, keyed
 from mysqlq.worker.outcomes import Outcome, OutcomeBuffer
@@ -46,6 +46,7 @@ class Batch:
     log: Any
     ids: list[int]  # every job of the claim
     in_flight: int = 0
+    keyed: bool = False  # some of its jobs carry a concurrency key (mysqlq.worker.limits)
     blind: bool = False  # claimed in full before its queue's durations were known (see shrink)
 
 
@@ -106,7 +107,7 @@ class Keeper:
         self.cancels.hold(job.id for job in jobs)
         self.batches[batch_id] = Batch(batch_id, deque(jobs), OutcomeBuffer(batch_id, self.settings),
                                        self.log.bind(batch_id=batch_id), [job.id for job in jobs],
-                                       blind=blind and self.settings.concurrency > 1)
+                                       blind=blind and self.settings.concurrency > 1, keyed=keyed(jobs))
 
     def estimate(self, queue: str, now: float) -> float | None:
         """How long a job of ``queue`` takes: the recent average or, before one has finished, a lower
@@ -123,8 +124,7 @@ class Keeper:
         else a flush or a job's limit."""
         if self._yielded:
             return time.monotonic()
-        times = [batch.buffer.first_at + self.settings.flush_interval
-                 for batch in self.batches.values() if batch.buffer.first_at is not None]
+        times = [batch.buffer.due_at for batch in self.batches.values() if batch.buffer.first_at is not None]
         if self.slots.running and any(batch.blind and batch.jobs for batch in self.batches.values()):
             # A blind claim is sized again once a job has run past the horizon without finishing.
             at = min(r.prepared.started for r in self.slots.running.values()) + HORIZON
@@ -216,41 +216,63 @@ class Keeper:
 
     def dispatch(self) -> None:
         """Start jobs while slots are free: in a slot, or on this thread (see the module's docstring)."""
-        # The hot path of no-op jobs: lookups hoisted out of the loop.
-        slots, prepare, quick, leases = self.slots, self.runner.prepare, self.by_handler.get_or, self.leases
-        monotonic, inline_all, requested = time.monotonic, self.inline_all, self.cancels.requested
+        # The hot path of no-op jobs: lookups hoisted out of the loop, and a quick plain job run
+        # here in one call (Runner.run_here) with its duration tallied for the batch, not per job.
+        slots, leases, runner, specs = self.slots, self.leases, self.runner, self.runner.specs
+        quick, run_here, monotonic = self.by_handler.get_or, runner.run_here, time.monotonic
+        inline_all, requested = self.inline_all, self.cancels.requested
         until = monotonic() + INLINE_TURN
         for batch in list(self.batches.values()):
             jobs, batch_id, buffer = batch.jobs, batch.batch_id, batch.buffer
             safe_until = leases.safe_until(batch_id)
-            while jobs and slots.free and not self.halted:
-                now = monotonic()
-                if now >= safe_until and now >= (safe_until := leases.safe_until(batch_id)):
-                    batch.log.warning("batch.abandoned", jobs=len(jobs),
-                                      note="the claim's lease may have lapsed; running none of the rest")
-                    self._release(batch, list(jobs))
-                    jobs.clear()
-                    break
-                if now >= until or buffer.due(now):
-                    self._yielded = True  # the loop's turn: watchdog, polls, outcomes due
-                    return
-                job = jobs.popleft()
-                if requested and job.id in requested:  # cancelled before it started
-                    buffer.add(job, Outcome("cancelled", 0.0, "cancelled before it started", recorded=True))
-                    continue
-                prepared = prepare(job)
-                if isinstance(prepared, Outcome):
-                    buffer.add(job, prepared)
-                    continue
-                if not prepared.is_async and (inline_all or (not prepared.transactional
-                                                             and quick(job.handler, 1.0) < INLINE_BELOW)):
-                    if not self._run_inline(batch, prepared):
+            tally = Tally()
+            try:
+                while jobs and slots.free and not self.halted:
+                    now = monotonic()
+                    if now >= safe_until and now >= (safe_until := leases.safe_until(batch_id)):
+                        batch.log.warning("batch.abandoned", jobs=len(jobs),
+                                          note="the claim's lease may have lapsed; running none of the rest")
+                        self._release(batch, list(jobs))
+                        jobs.clear()
                         break
-                    continue
-                slots.start(job, batch_id, prepared)
-                batch.in_flight += 1
-            if not slots.free:
-                return
+                    if now >= until or now >= buffer.due_at:
+                        self._yielded = True  # the loop's turn: watchdog, polls, outcomes due
+                        return
+                    job = jobs.popleft()
+                    if requested and job.id in requested:  # cancelled before it started
+                        buffer.add(job, Outcome("cancelled", 0.0, "cancelled before it started", recorded=True))
+                        continue
+                    spec = specs.get(job.handler)
+                    if (spec is not None and not spec.transactional and not spec.is_async
+                            and (inline_all or quick(job.handler, 1.0) < INLINE_BELOW)):
+                        outcome = run_here(job, spec)
+                        if not inline_all:
+                            tally.add(job, outcome.duration)
+                        if requested and job.id in requested:
+                            outcome = cancelled(outcome)
+                        buffer.add(job, outcome)
+                        continue
+                    if not self._start(batch, job):
+                        break
+                if not slots.free:
+                    return
+            finally:
+                tally.observe(self.by_queue, self.by_handler)
+
+    def _start(self, batch: Batch, job: ClaimedJob) -> bool:
+        """Start a job that is not a known quick plain one: its outcome at once when it cannot start,
+        on this thread (transactional, or the one slot), or in a slot. False when the database failed
+        under a transactional handler run here (the rest of the batch went back)."""
+        prepared = self.runner.prepare(job)
+        if isinstance(prepared, Outcome):
+            batch.buffer.add(job, prepared)
+            return True
+        if not prepared.is_async and (self.inline_all or (not prepared.transactional
+                                                          and self.by_handler.get_or(job.handler, 1.0) < INLINE_BELOW)):
+            return self._run_inline(batch, prepared)
+        self.slots.start(job, batch.batch_id, prepared)
+        batch.in_flight += 1
+        return True
 
     def release_stock(self) -> None:
         """Give back every claimed job not yet started (stopping, or stuck)."""
@@ -318,7 +340,7 @@ class Keeper:
         retry = batch.buffer.next_retry
         if retry is not None:
             self._retry_in = retry if self._retry_in is None else min(self._retry_in, retry)
-        if keyed(job for job, _ in entries):
+        if batch.keyed and keyed(job for job, _ in entries):
             self._gained(self.limits.settle(job for job, _ in entries))
         if batch.buffer.woken:  # jobs that waited for these are ready now
             self._gained(batch.buffer.woken)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 from mysqlq.core.errors import HandlerLoadError, HandlerNotFound
@@ -28,10 +29,15 @@ from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import limits as store
 from mysqlq.store.db import Database
 
+_KEY = attrgetter("concurrency_key")
+
 
 def keyed(jobs: Iterable[ClaimedJob]) -> bool:
-    """True when any of these jobs carries a concurrency key."""
-    return any(job.concurrency_key is not None for job in jobs)
+    """True when any of these jobs carries a concurrency key (a test run in C, once per batch)."""
+    return not _NONE.issuperset(map(_KEY, jobs))
+
+
+_NONE = frozenset([None])
 
 
 class Limits:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ class OutcomeBuffer:
     failed: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)
     written: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)  # in order, for the log
     first_at: float | None = None
+    due_at: float = math.inf  # when the pending outcomes are due to be written (first_at + flush interval)
     next_retry: float | None = None  # the shortest retry delay chosen by the last flush, in seconds
     woken: set[str] = field(default_factory=set)  # queues whose jobs waited for jobs written here, now ready
 
@@ -61,7 +63,8 @@ class OutcomeBuffer:
                 self.woken |= outcome.woken
             return
         if self.first_at is None:
-            self.first_at = time.monotonic()
+            self.first_at = now = time.monotonic()
+            self.due_at = now + self.settings.flush_interval
         if outcome.kind == "done":
             if outcome.result is None:
                 self.done.append(job.id)
@@ -71,9 +74,7 @@ class OutcomeBuffer:
             self.failed.append((job, outcome))
 
     def due(self, now: float | None = None) -> bool:
-        if self.first_at is None:
-            return False
-        return (time.monotonic() if now is None else now) - self.first_at >= self.settings.flush_interval
+        return (time.monotonic() if now is None else now) >= self.due_at
 
     def flush(self, db: Database, final: bool = False) -> tuple[list[tuple[ClaimedJob, Outcome]], set[int]]:
         """Write everything pending; returns the outcomes added since the last flush (in order) and
@@ -84,7 +85,7 @@ class OutcomeBuffer:
         """
         done, with_result, failed, entries = self.done, self.with_result, self.failed, self.written
         self.done, self.with_result, self.failed, self.written = [], [], [], []
-        self.first_at, self.next_retry = None, None
+        self.first_at, self.due_at, self.next_retry = None, math.inf, None
         lost: set[int] = {job.id for job, outcome in entries if outcome.kind == "lost"}
         # Jobs that others wait for are left running by the statements below; they end afterwards,
         # in one transaction that releases what waits for them (mysqlq.store.dependencies).

@@ -15,7 +15,7 @@ from typing import Any
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout, ResultNotStored
 from mysqlq.core.handlers import Registry, declared_time_limit, is_transactional
-from mysqlq.core.jobs import ClaimedJob, decode_payload, encode_result
+from mysqlq.core.jobs import ClaimedJob, decode_payload, encode_result, loads_strict
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, is_transient, transaction
 from mysqlq.worker.cancels import Cancels
@@ -82,6 +82,11 @@ class Alarm:
         raise JobTimeout()
 
 
+def undecodable(exc: Exception, started: float) -> Outcome:
+    """Bad bytes stay bad: no attempt can succeed, so the job is dead at once."""
+    return Outcome("dead", time.monotonic() - started, f"payload is not valid JSON: {exc}")
+
+
 def describe(exc: BaseException) -> str:
     """The error as stored in last_error: one summary line, then the traceback."""
     summary = f"{type(exc).__name__}: {exc}".rstrip(": ")
@@ -90,6 +95,16 @@ def describe(exc: BaseException) -> str:
 
 def timed_out(limit: float, started: float) -> Outcome:
     return Outcome("failed", time.monotonic() - started, f"JobTimeout: ran past its time limit of {limit:g}s")
+
+
+@dataclass(slots=True, frozen=True)
+class HandlerSpec:
+    """A handler as the worker runs it, read once per handler name: inspecting a function costs."""
+
+    func: Callable[..., Any]
+    limit: float | None  # its declared time limit (None: the worker's default)
+    transactional: bool
+    is_async: bool
 
 
 @dataclass(slots=True)
@@ -116,7 +131,18 @@ class Runner:
         self.alarm = Alarm()
         self.worker_name = settings.worker_name
         self.read_parents = ParentsReader(settings)
-        self._traits: dict[Callable[..., Any], tuple[float | None, bool, bool]] = {}
+        self.specs: dict[str, HandlerSpec] = {}
+        self.default_limit = settings.time_limit
+
+    def spec(self, name: str) -> HandlerSpec:
+        """The handler called ``name`` (HandlerNotFound / HandlerLoadError when it cannot be had;
+        a miss is looked up again next time: a rolling deploy may install it meanwhile)."""
+        found = self.specs.get(name)
+        if found is None:
+            func = self.registry.resolve(name)
+            found = self.specs[name] = HandlerSpec(func, declared_time_limit(func), is_transactional(func),
+                                                    inspect.iscoroutinefunction(func))
+        return found
 
     def prepare(self, job: ClaimedJob) -> Prepared | Outcome:
         """Decode and resolve; an Outcome when the job cannot even start."""
@@ -124,19 +150,44 @@ class Runner:
         try:
             payload = decode_payload(job.payload)
         except (ValueError, UnicodeDecodeError) as exc:
-            # Bad bytes stay bad: no attempt can succeed, so the job is dead at once.
-            return Outcome("dead", time.monotonic() - started, f"payload is not valid JSON: {exc}")
+            return undecodable(exc, started)
         try:
-            func = self.registry.resolve(job.handler)
+            spec = self.spec(job.handler)
         except (HandlerNotFound, HandlerLoadError) as exc:
             # Retried like any failure: during a rolling deploy another worker may have it.
             return Outcome("failed", time.monotonic() - started, str(exc))
-        traits = self._traits.get(func)
-        if traits is None:  # read once per handler: inspecting a function on every job costs
-            traits = self._traits[func] = (declared_time_limit(func), is_transactional(func),
-                                           inspect.iscoroutinefunction(func))
-        limit = job.time_limit or traits[0] or self.settings.time_limit
-        return Prepared(job, func, payload, limit, traits[1], traits[2], started)
+        limit = job.time_limit or spec.limit or self.default_limit
+        return Prepared(job, spec.func, payload, limit, spec.transactional, spec.is_async, started)
+
+    def run_here(self, job: ClaimedJob, spec: HandlerSpec) -> Outcome:
+        """Run a plain, non-transactional job on the main thread, its limit enforced by SIGALRM: what
+        :meth:`prepare` then :meth:`call` do, in one step (the path of every quick job)."""
+        started = time.monotonic()
+        try:
+            payload = loads_strict(job.payload)  # decode_payload(), one call fewer
+        except (ValueError, UnicodeDecodeError) as exc:
+            return undecodable(exc, started)
+        ctx = JobContext(job, self.worker_name, None, self.log, self.read_parents)
+        self.cancels.running_here(job.id, ctx)
+        alarm = self.alarm
+        limit = job.time_limit or spec.limit or self.default_limit
+        alarm.arm(limit, started)
+        try:
+            try:
+                value = spec.func(payload, ctx)
+            finally:
+                alarm.deadline = None  # disarm(): a timer ringing later finds no job
+        except JobTimeout:
+            return timed_out(limit, started)
+        except JOB_FAILURES as exc:
+            return Outcome("failed", time.monotonic() - started, describe(exc))
+        if value is None:  # most handlers: nothing to store, nothing more to write
+            return Outcome("done", time.monotonic() - started)
+        try:
+            result = encode_result(value, self.settings.result_max_bytes)
+        except ResultNotStored as exc:
+            return Outcome("failed", time.monotonic() - started, describe(exc))
+        return Outcome("done", time.monotonic() - started, result=result)
 
     def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
         return JobContext(prepared.job, self.worker_name, conn, self.log, self.read_parents)
