@@ -62,6 +62,7 @@ from mysqlq.store import schema
 from mysqlq.store.db import Database
 
 DEFAULTS = mysqlq.Settings(dsn=mysqlq.Dsn())
+BATCH = str(DEFAULTS.batch_size)  # the default claim size: the bare loop is run at the same one
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     return Drain(n, ended - started, float(last) - float(first), float(first) - started_wall, cpu, server)
 
 
-def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim: str = "update",
+def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = DEFAULTS.batch_size, claim: str = "update",
                isolation: str | None = None) -> Drain:
     """The bare-SQL reference loop: K processes of bare.py on a fresh job_queue table."""
     dsn = bench.fresh(name, migrate=False)
@@ -201,12 +202,12 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = 100, claim:
 
 def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
     n = sizes.w1_jobs
-    mq = {k: Figure("W1", {"k": str(k), "batch": "100", "n": str(n)}, spread=("jobs_s",)) for k in (2, 4)}
-    bare = {k: Figure("W1", {"k": str(k), "batch": "100", "n": str(n), "loop": "bare"}, spread=("jobs_s",))
+    mq = {k: Figure("W1", {"k": str(k), "batch": BATCH, "n": str(n)}, spread=("jobs_s",)) for k in (2, 4)}
+    bare = {k: Figure("W1", {"k": str(k), "batch": BATCH, "n": str(n), "loop": "bare"}, spread=("jobs_s",))
             for k in (2, 4)}
-    quiet = Figure("W1", {"k": "2", "batch": "100", "n": str(n), "log_level": "warning"}, spread=("jobs_s",))
+    quiet = Figure("W1", {"k": "2", "batch": BATCH, "n": str(n), "log_level": "warning"}, spread=("jobs_s",))
     # One slot is the loop as it was before workers had slots: the default must not be slower.
-    one = Figure("W1", {"k": "2", "batch": "100", "n": str(n), "concurrency": "1"}, spread=("jobs_s",))
+    one = Figure("W1", {"k": "2", "batch": BATCH, "n": str(n), "concurrency": "1"}, spread=("jobs_s",))
     ratios: dict[int, list[tuple[float, float]]] = {2: [], 4: []}
     quiet_ratio: list[float] = []
     for run in range(bench.runs):
@@ -257,7 +258,7 @@ def w1_warm(bench: Bench, sizes: Sizes) -> list[Figure]:
     n = sizes.w1_warm_jobs
     figures = []
     for k in (2, 4):
-        mq = Figure("W1warm", {"k": str(k), "batch": "100", "n": str(n)}, spread=("jobs_s", "ratio_bare"))
+        mq = Figure("W1warm", {"k": str(k), "batch": BATCH, "n": str(n)}, spread=("jobs_s", "ratio_bare"))
         for run in range(bench.runs):
             note(f"W1warm run {run + 1}: K={k} idle mysqlq workers, then {n} jobs in one commit; then bare")
             jobs_s = warm_mysqlq(bench, f"w1w_k{k}_r{run}", k, n)
@@ -303,7 +304,7 @@ def warm_bare(bench: Bench, name: str, k: int, n: int) -> float:
     bench_bare.create_table(cur)
     payloads = [payload_bytes(i) for i in range(n)]
     args = [sys.executable, str(HERE / "bare.py"), "drain", "--conn",
-            json.dumps(connect_kwargs(dsn, dsn.database)), "--batch", "100", "--wait", "120"]
+            json.dumps(connect_kwargs(dsn, dsn.database)), "--batch", BATCH, "--wait", "120"]
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, env=clean_env({})) for _ in range(k)]
     time.sleep(WARM_IDLE)
     cur.execute("BEGIN")
@@ -952,12 +953,12 @@ def strategies(bench: Bench, sizes: Sizes, k: int = 2) -> list[Figure]:
     rc = other.lower().replace(" ", "-")
     # (dimensions, worker options, jobs, bare-loop variant)
     configs: list[tuple[dict[str, str], list[str], int, dict[str, Any]]] = [
-        ({"claim": "update", "isolation": rr, "flush": "grouped", "batch": "100"}, [], n, {}),
-        ({"claim": "skip-locked", "isolation": rr, "flush": "grouped", "batch": "100"}, ["--claim", "skip-locked"], n,
+        ({"claim": "update", "isolation": rr, "flush": "grouped", "batch": BATCH}, [], n, {}),
+        ({"claim": "skip-locked", "isolation": rr, "flush": "grouped", "batch": BATCH}, ["--claim", "skip-locked"], n,
          {"claim": "skip-locked"}),
-        ({"claim": "update", "isolation": rc, "flush": "grouped", "batch": "100"}, ["--isolation", other], n,
+        ({"claim": "update", "isolation": rc, "flush": "grouped", "batch": BATCH}, ["--isolation", other], n,
          {"isolation": other}),
-        ({"claim": "update", "isolation": rr, "flush": "per-job", "batch": "100"}, ["--flush-interval", "0"], n, {}),
+        ({"claim": "update", "isolation": rr, "flush": "per-job", "batch": BATCH}, ["--flush-interval", "0"], n, {}),
         ({"claim": "update", "isolation": rr, "flush": "grouped", "batch": "10"}, ["--batch-size", "10"], n,
          {"batch": 10}),
         ({"claim": "update", "isolation": rr, "flush": "grouped", "batch": "1"}, ["--batch-size", "1"], n1,
