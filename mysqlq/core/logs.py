@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from itertools import chain
 from typing import Any, TextIO
 
 import structlog
@@ -156,7 +157,7 @@ class ConsoleLine:
         if not all(plain):
             rows = [tuple(value if keep else _value(value) for value, keep in zip(row, plain, strict=True))
                     for row in rows]
-        return "".join([template % row for row in rows])
+        return (template * len(rows)) % tuple(chain.from_iterable(rows))  # one formatting call, in C
 
 
 def _plain_column(column: tuple[Any, ...]) -> bool:

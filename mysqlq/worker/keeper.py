@@ -29,11 +29,12 @@ from mysqlq.worker.leases import Leases
 from mysqlq.worker.limits import Limits, keyed
 from mysqlq.worker.outcomes import Outcome, OutcomeBuffer
 from mysqlq.worker.report import Report
-from mysqlq.worker.runner import Prepared, Runner, describe, timed_out
+from mysqlq.worker.runner import HandlerSpec, Prepared, Runner, describe, timed_out
 from mysqlq.worker.slots import Running, Slots
 
 INLINE_BELOW = 0.001  # seconds: a plain handler this quick runs on the main thread (a hand-off costs more)
 INLINE_TURN = 0.1  # seconds of jobs run on the main thread before the worker's loop gets a turn
+UNSET = HandlerSpec(lambda payload, ctx: None, None, False, False)  # dispatch's placeholder before a handler is known
 
 
 @dataclass(eq=False)
@@ -226,6 +227,9 @@ class Keeper:
             jobs, batch_id, buffer = batch.jobs, batch.batch_id, batch.buffer
             safe_until = leases.safe_until(batch_id)
             tally = Tally()
+            # The handler of the last job run here, known to be quick and plain (None: none yet).
+            here: str | None = None
+            here_spec = UNSET
             try:
                 while jobs and slots.free and not self.halted:
                     now = monotonic()
@@ -242,18 +246,21 @@ class Keeper:
                     if requested and job.id in requested:  # cancelled before it started
                         buffer.add(job, Outcome("cancelled", 0.0, "cancelled before it started", recorded=True))
                         continue
-                    spec = specs.get(job.handler)
-                    if (spec is not None and not spec.transactional and not spec.is_async
-                            and (inline_all or quick(job.handler, 1.0) < INLINE_BELOW)):
-                        outcome = run_here(job, spec)
-                        if not inline_all:
-                            tally.add(job, outcome.duration)
-                        if requested and job.id in requested:
-                            outcome = cancelled(outcome)
-                        buffer.add(job, outcome)
-                        continue
-                    if not self._start(batch, job):
-                        break
+                    handler = job.handler
+                    if handler != here:  # else the same handler as the last job run here
+                        spec = specs.get(handler)
+                        if (spec is None or spec.transactional or spec.is_async
+                                or not (inline_all or quick(handler, 1.0) < INLINE_BELOW)):
+                            if not self._start(batch, job):
+                                break
+                            continue
+                        here, here_spec = handler, spec
+                    outcome = run_here(job, here_spec)
+                    if not inline_all:
+                        tally.add(job, outcome.duration)
+                    if requested and job.id in requested:
+                        outcome = cancelled(outcome)
+                    buffer.add(job, outcome)
                 if not slots.free:
                     return
             finally:
