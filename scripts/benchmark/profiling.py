@@ -2,7 +2,12 @@
 and measure its CPU per job without a profiler.
 
     .venv/bin/python scripts/bench --only profile [--quick]
-    .venv/bin/python scripts/bench --only cpu [--quick] [--runs N]
+    .venv/bin/python scripts/bench --only cpu [--quick] [--runs N] [--against DIR]
+    .venv/bin/python scripts/bench --only parts [--quick] [--runs N] [--against DIR]
+
+``--against DIR`` (a worktree of another commit, e.g. ``git worktree add /tmp/base HEAD~3``) runs
+that code (``PYTHONPATH=DIR``) and this checkout's in turn, run by run, and compares them: on a
+shared machine whose speed moves between runs, only alternating runs compare two versions fairly.
 
 Needs py-spy in the venv (``.venv/bin/pip install py-spy``).  Prints, for the worker's main thread,
 the share of sampled (non-idle) time spent in each function (inclusive) and the top self-time lines,
@@ -12,13 +17,16 @@ and leaves the raw collapsed stacks in /tmp/mysqlq-bench-profile.txt for flamegr
 from __future__ import annotations
 
 import collections
+import json
 import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import time
+from typing import Any
 
-from benchmark.common import BIN, MYSQLQ, Bench, clean_env, dsn_url, fill_jobs, median, note, status_counts
+from benchmark.common import BIN, HERE, MYSQLQ, Bench, clean_env, dsn_url, fill_jobs, median, note, status_counts
 
 OUTPUT = pathlib.Path("/tmp/mysqlq-bench-profile.txt")
 RATE = 250  # samples per second
@@ -57,19 +65,25 @@ def analyse(raw: str, top: int = 40) -> str:
     return "\n".join(out)
 
 
-def worker_cpu(bench: Bench, n: int, level: str, options: list[str]) -> tuple[float, float, float, dict[str, int]]:
+def worker_cpu(bench: Bench, n: int, level: str, options: list[str], code: str | None = None,
+               parts: bool = False) -> tuple[float, float, float, dict[str, int], dict[str, Any]]:
     """One burst worker draining ``n`` fresh bench.noop jobs (stderr, at ``level``, to a file): its user
-    and sys CPU seconds (the process's own, start-up included) and the wall time."""
+    and sys CPU seconds (the process's own, start-up included), the wall time, the jobs' statuses and,
+    with ``parts``, the main thread's CPU by part of the loop (parts_worker.py). ``code``: run the
+    mysqlq found there (PYTHONPATH) instead of this checkout's."""
     dsn = bench.fresh("cpu")
     conn = bench.connect(dsn)
     cur = conn.cursor()
     fill_jobs(cur, n)
     log = bench.tmp / "cpu.log"
-    args = [MYSQLQ, "--dsn", dsn_url(dsn), "--log-level", level, "worker", "--burst", "--hint-dir",
+    command = [sys.executable, str(HERE / "parts_worker.py")] if parts else [MYSQLQ]
+    args = [*command, "--dsn", dsn_url(dsn), "--log-level", level, "worker", "--burst", "--hint-dir",
             str(bench.hint_dir), *options]
     t0 = time.perf_counter()
     with log.open("wb") as err:
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=clean_env({}))
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE if parts else subprocess.DEVNULL, stderr=err,
+                                env=clean_env({"PYTHONPATH": code} if code else {}))
+        out = proc.stdout.read() if proc.stdout else b""
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     elapsed = time.perf_counter() - t0
@@ -77,35 +91,75 @@ def worker_cpu(bench: Bench, n: int, level: str, options: list[str]) -> tuple[fl
         raise SystemExit(f"worker exited {proc.returncode}: {log.read_text()[-2000:]}")
     counts = status_counts(cur)
     conn.close()
-    return usage.ru_utime, usage.ru_stime, elapsed, counts
+    found = json.loads(out.decode().strip().splitlines()[-1]) if parts else {}
+    return usage.ru_utime, usage.ru_stime, elapsed, counts, found
 
 
-def cpu_main(quick: bool = False, runs: int = 3) -> int:
+def versions(against: str | None) -> list[tuple[str, str | None]]:
+    """The code to measure, in the order of each run: (label, PYTHONPATH or None for this checkout)."""
+    return [("against", against), ("this", None)] if against else [("this", None)]
+
+
+def cpu_main(quick: bool = False, runs: int = 3, against: str | None = None) -> int:
     """The worker's CPU per no-op job at default settings (info logging to a file), start-up included,
-    and the start-up alone (a worker that finds no job), medians of ``runs``."""
+    and the start-up alone (a worker that finds no job), medians of ``runs``; with ``against``, that
+    code's figures beside this checkout's, measured in alternation."""
     n = 20_000 if quick else 100_000
     bench = Bench(quick, runs)
     try:
         for label, level, options in (("default (info)", "info", []), ("--log-level warning", "warning", []),
                                       ("--concurrency 1", "info", ["--concurrency", "1"])):
-            per_job, users, syss, walls = [], [], [], []
+            per_job: dict[str, list[float]] = collections.defaultdict(list)
+            start: dict[str, list[float]] = collections.defaultdict(list)
+            walls: dict[str, list[float]] = collections.defaultdict(list)
             for _ in range(runs):
-                user, sys_, wall, counts = worker_cpu(bench, n, level, options)
-                if counts.get("done") != n:
-                    raise SystemExit(f"not every job was done: {counts}")
-                per_job.append((user + sys_) / n * 1e6)
-                users.append(user)
-                syss.append(sys_)
-                walls.append(wall)
-            idle = [sum(worker_cpu(bench, 0, level, options)[:2]) for _ in range(runs)]
-            start = median(idle)
-            each = ", ".join(f"{x:.2f}" for x in per_job)
-            print(f"{label:<22} {n} jobs: {median(per_job):5.2f} µs CPU/job (runs {each}); "
-                  f"user {median(users):.2f} s + sys {median(syss):.2f} s; wall {median(walls):.2f} s; "
-                  f"start-up alone {start:.2f} s, so {(median(per_job) * n / 1e6 - start) / n * 1e6:.2f} µs/job "
-                  f"after it", flush=True)
+                for version, code in versions(against):
+                    user, sys_, wall, counts, _ = worker_cpu(bench, n, level, options, code)
+                    if counts.get("done") != n:
+                        raise SystemExit(f"not every job was done: {counts}")
+                    per_job[version].append((user + sys_) / n * 1e6)
+                    walls[version].append(wall)
+                    start[version].append(sum(worker_cpu(bench, 0, level, options, code)[:2]))
+            for version, _ in versions(against):
+                jobs, idle = per_job[version], median(start[version])
+                each = ", ".join(f"{x:.2f}" for x in jobs)
+                name = f"{label} [{version}]" if against else label
+                print(f"{name:<31} {n} jobs: {median(jobs):5.2f} µs CPU/job (runs {each}); "
+                      f"wall {median(walls[version]):.2f} s; start-up alone {idle:.2f} s, "
+                      f"so {(median(jobs) * n / 1e6 - idle) / n * 1e6:.2f} µs/job after it", flush=True)
+            if against:
+                pairs = [b / a for a, b in zip(per_job["against"], per_job["this"], strict=True)]
+                print(f"{label}: this / against, run by run: {', '.join(f'{x:.2f}' for x in pairs)}", flush=True)
     finally:
         bench.close()
+    return 0
+
+
+def parts_main(quick: bool = False, runs: int = 3, against: str | None = None) -> int:
+    """Where the worker's main thread spends its CPU, by part of the loop, in µs per job (medians of
+    ``runs`` burst workers over 100,000 no-op jobs at default settings); with ``against``, that
+    code's beside this checkout's, in alternation."""
+    n = 20_000 if quick else 100_000
+    bench = Bench(quick, runs)
+    found: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    try:
+        for _ in range(runs):
+            for version, code in versions(against):
+                *_, counts, parts = worker_cpu(bench, n, "info", [], code, parts=True)
+                if counts.get("done") != n:
+                    raise SystemExit(f"not every job was done: {counts}")
+                found[version].append(parts)
+    finally:
+        bench.close()
+    labels = list(found["this"][0]["parts"])
+    names = [version for version, _ in versions(against)]
+    print(f"main thread's CPU, µs per job ({n} no-op jobs, medians of {runs}): " + " / ".join(names))
+    total = " / ".join(f"{median([r['main_thread_s'] for r in found[v]]) / n * 1e6:.2f}" for v in names)
+    print(f"  {'main thread (after imports)':<44} {total}")
+    for label in labels:
+        values = " / ".join(f"{median([r['parts'][label][0] for r in found[v]]) / n * 1e6:.2f}" for v in names)
+        count = found["this"][0]["parts"][label][1]
+        print(f"  {label:<44} {values}   ({count} calls)")
     return 0
 
 

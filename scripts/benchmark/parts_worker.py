@@ -1,0 +1,65 @@
+"""Run ``mysqlq`` (its arguments follow) with the worker loop's parts timed: the CPU time of the main
+thread spent in each (``time.thread_time``, inclusive), printed as one JSON line on stdout at exit.
+
+Used by ``scripts/bench --only parts``; the wrappers cost a few µs per call, and each part is called
+about once per batch (the job-by-job path is inside ``dispatch``), so they barely move the totals.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mysqlq.core import logs
+from mysqlq.store import claims
+from mysqlq.worker import claimer, keeper, loop, outcomes, report
+
+PARTS: list[tuple[Any, str, str]] = [
+    (loop.Worker, "_turn", "loop turns (all)"),
+    (loop.Worker, "_claim", "claiming (all)"),
+    (claimer.Claimer, "claim", "claim statement, read-back, batch.claimed"),
+    (claims, "fetch_batch", "read-back (fetch_batch)"),
+    (keeper.Keeper, "add", "taking a batch in hand"),
+    (keeper.Keeper, "turn", "keeper turns (all)"),
+    (keeper.Keeper, "dispatch", "starting and running jobs (dispatch)"),
+    (keeper.Keeper, "write", "writing and logging outcomes (all)"),
+    (outcomes.OutcomeBuffer, "flush", "outcome statements"),
+    (report.Report, "written", "job.done lines (all)"),
+    (logs.ConsoleLine, "many", "job.done lines: formatting"),
+]
+spent: collections.Counter[str] = collections.Counter()
+calls: collections.Counter[str] = collections.Counter()
+
+
+def timed(func: Callable[..., Any], label: str) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            spent[label] += time.thread_time() - started
+            calls[label] += 1
+    return wrapper
+
+
+for owner, name, label in PARTS:
+    setattr(owner, name, timed(getattr(owner, name), label))
+began = time.thread_time()
+
+
+@atexit.register
+def report_parts() -> None:
+    print(json.dumps({"main_thread_s": time.thread_time() - began,
+                      "parts": {label: [spent[label], calls[label]] for _, _, label in PARTS}}), flush=True)
+
+
+if __name__ == "__main__":
+    from mysqlq.cli import main
+
+    sys.argv[0] = "mysqlq"
+    main()
