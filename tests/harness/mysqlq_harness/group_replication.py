@@ -85,7 +85,16 @@ class GroupMember(PrivateMySQL):
             "--loose-group-replication-recovery-get-public-key=ON",
             "--loose-group-replication-ip-allowlist=127.0.0.1",
             "--innodb-buffer-pool-size=128M",
+            # A member restarted after it was in the group starts read-only until it has joined
+            # again (the plugin lifts it on the primary): meanwhile clients that reconnect to it
+            # (a worker whose DSN lists it first) are refused instead of writing transactions the
+            # group does not have, which would make it refuse the member.
+            *(["--super-read-only=ON"] if self.joined_once.exists() else []),
         ]
+
+    @property
+    def joined_once(self) -> pathlib.Path:
+        return self.basedir / "joined-once"
 
     def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         return _query(self.port, sql, params)
@@ -100,7 +109,9 @@ class GroupMember(PrivateMySQL):
         return str(rows[0][0]) if rows else "OFFLINE"
 
     def join(self, bootstrap: bool) -> None:
-        """Forget the transactions of this server's own setup, set up recovery, and start the plugin."""
+        """Forget the transactions of this server's own setup, set up recovery, and start the plugin.
+        A member that was in the group before kept its recovery user and channel: it only starts the
+        plugin (it is read-only until then, see _server_args)."""
         statements = [
             "SET SQL_LOG_BIN = 0",
             f"CREATE USER IF NOT EXISTS '{REPLICATION_USER}'@'127.0.0.1' IDENTIFIED BY '{REPLICATION_PASSWORD}'",
@@ -110,6 +121,8 @@ class GroupMember(PrivateMySQL):
             f"CHANGE REPLICATION SOURCE TO SOURCE_USER = '{REPLICATION_USER}', "
             f"SOURCE_PASSWORD = '{REPLICATION_PASSWORD}' FOR CHANNEL 'group_replication_recovery'",
         ]
+        if self.joined_once.exists():
+            statements = []
         if bootstrap:
             statements += ["SET GLOBAL group_replication_bootstrap_group = ON", "START GROUP_REPLICATION",
                            "SET GLOBAL group_replication_bootstrap_group = OFF"]
@@ -120,13 +133,13 @@ class GroupMember(PrivateMySQL):
         conn = MySQLdb.connect(host="127.0.0.1", port=self.port, user="root", connect_timeout=5, autocommit=True)
         try:
             with conn.cursor() as cur:
-                if not (self.basedir / "joined-once").exists():
+                if not self.joined_once.exists():
                     cur.execute("RESET BINARY LOGS AND GTIDS")  # the setup's own transactions are not the group's
                 for statement in statements:
                     cur.execute(statement)
         finally:
             conn.close()
-        (self.basedir / "joined-once").write_text("1\n")
+        self.joined_once.write_text("1\n")
 
 
 class PrivateGroup:
