@@ -10,6 +10,7 @@ worker that never had slots.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -125,7 +126,7 @@ class Keeper:
         else a flush or a job's limit."""
         if self._yielded:
             return time.monotonic()
-        times = [batch.buffer.due_at for batch in self.batches.values() if batch.buffer.first_at is not None]
+        times = [batch.buffer.due_at for batch in self.batches.values() if batch.buffer.due_at != math.inf]
         if self.slots.running and any(batch.blind and batch.jobs for batch in self.batches.values()):
             # A blind claim is sized again once a job has run past the horizon without finishing.
             at = min(r.prepared.started for r in self.slots.running.values()) + HORIZON
@@ -220,7 +221,7 @@ class Keeper:
         # The hot path of no-op jobs: lookups hoisted out of the loop, and a quick plain job run
         # here in one call (Runner.run_here) with its duration tallied for the batch, not per job.
         slots, leases, runner, specs = self.slots, self.leases, self.runner, self.runner.specs
-        quick, run_here, monotonic = self.by_handler.get_or, runner.run_here, time.monotonic
+        on_main, run_here, monotonic = self._on_main, runner.run_here, time.monotonic
         inline_all, requested = self.inline_all, self.cancels.requested
         until = monotonic() + INLINE_TURN
         for batch in list(self.batches.values()):
@@ -249,8 +250,7 @@ class Keeper:
                     handler = job.handler
                     if handler != here:  # else the same handler as the last job run here
                         spec = specs.get(handler)
-                        if (spec is None or spec.transactional or spec.is_async
-                                or not (inline_all or quick(handler, 1.0) < INLINE_BELOW)):
+                        if spec is None or spec.transactional or not on_main(handler, spec.is_async, False):
                             if not self._start(batch, job):
                                 break
                             continue
@@ -274,12 +274,18 @@ class Keeper:
         if isinstance(prepared, Outcome):
             batch.buffer.add(job, prepared)
             return True
-        if not prepared.is_async and (self.inline_all or (not prepared.transactional
-                                                          and self.by_handler.get_or(job.handler, 1.0) < INLINE_BELOW)):
+        if self._on_main(job.handler, prepared.is_async, prepared.transactional):
             return self._run_inline(batch, prepared)
         self.slots.start(job, batch.batch_id, prepared)
         batch.in_flight += 1
         return True
+
+    def _on_main(self, handler: str, is_async: bool, transactional: bool) -> bool:
+        """Whether a job of ``handler`` runs on this thread (see the module's docstring): never an
+        async one; every other one with one slot; else a plain one known to be quicker than a hand-off."""
+        if is_async:
+            return False
+        return self.inline_all or (not transactional and self.by_handler.get_or(handler, 1.0) < INLINE_BELOW)
 
     def release_stock(self) -> None:
         """Give back every claimed job not yet started (stopping, or stuck)."""

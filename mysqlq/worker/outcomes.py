@@ -51,8 +51,7 @@ class OutcomeBuffer:
     with_result: list[tuple[int, bytes]] = field(default_factory=list)  # done, each written with its result
     failed: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)
     written: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)  # in order, for the log
-    first_at: float | None = None
-    due_at: float = math.inf  # when the pending outcomes are due to be written (first_at + flush interval)
+    due_at: float = math.inf  # when the pending outcomes are due to be written (inf: none pending)
     next_retry: float | None = None  # the shortest retry delay chosen by the last flush, in seconds
     woken: set[str] = field(default_factory=set)  # queues whose jobs waited for jobs written here, now ready
 
@@ -62,9 +61,8 @@ class OutcomeBuffer:
             if outcome.woken:
                 self.woken |= outcome.woken
             return
-        if self.first_at is None:
-            self.first_at = now = time.monotonic()
-            self.due_at = now + self.settings.flush_interval
+        if self.due_at == math.inf:  # the first pending one: written within the flush interval
+            self.due_at = time.monotonic() + self.settings.flush_interval
         if outcome.kind == "done":
             if outcome.result is None:
                 self.done.append(job.id)
@@ -85,7 +83,7 @@ class OutcomeBuffer:
         """
         done, with_result, failed, entries = self.done, self.with_result, self.failed, self.written
         self.done, self.with_result, self.failed, self.written = [], [], [], []
-        self.first_at, self.due_at, self.next_retry = None, math.inf, None
+        self.due_at, self.next_retry = math.inf, None
         lost: set[int] = {job.id for job, outcome in entries if outcome.kind == "lost"}
         # Jobs that others wait for are left running by the statements below; they end afterwards,
         # in one transaction that releases what waits for them (mysqlq.store.dependencies).

@@ -183,11 +183,7 @@ class Runner:
             return Outcome("failed", time.monotonic() - started, describe(exc))
         if value is None:  # most handlers: nothing to store, nothing more to write
             return Outcome("done", time.monotonic() - started)
-        try:
-            result = encode_result(value, self.settings.result_max_bytes)
-        except ResultNotStored as exc:
-            return Outcome("failed", time.monotonic() - started, describe(exc))
-        return Outcome("done", time.monotonic() - started, result=result)
+        return self._done(started, value)
 
     def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
         return JobContext(prepared.job, self.worker_name, conn, self.log, self.read_parents)
@@ -216,7 +212,7 @@ class Runner:
             return claim_lost(prepared)
         except JOB_FAILURES as exc:
             return self._failure(exc, prepared)
-        return self._done(prepared, value)
+        return self._done(prepared.started, value)
 
     async def run_async(self, prepared: Prepared, batch_id: int, conn: Connection | None) -> Outcome:
         """Await an ``async def`` handler, cancelled at its time limit (or when its job is cancelled)."""
@@ -238,20 +234,21 @@ class Runner:
             return claim_lost(prepared)
         except (*JOB_FAILURES, asyncio.CancelledError) as exc:
             return self._failure(exc, prepared)
-        return self._done(prepared, value)
+        return self._done(prepared.started, value)
 
     def _result(self, value: Any) -> bytes | None:
         """The stored form of a handler's return value (ResultNotStored fails the job)."""
         return None if value is None else encode_result(value, self.settings.result_max_bytes)
 
-    def _done(self, prepared: Prepared, value: Any) -> Outcome:
+    def _done(self, started: float, value: Any) -> Outcome:
+        """A handler returned ``value``: done, with it stored as the result (failed if it cannot be)."""
         if value is None:  # most handlers: nothing to store, nothing more to write
-            return Outcome("done", time.monotonic() - prepared.started)
+            return Outcome("done", time.monotonic() - started)
         try:
             result = encode_result(value, self.settings.result_max_bytes)
-        except ResultNotStored as exc:
-            return self._failure(exc, prepared)
-        return Outcome("done", time.monotonic() - prepared.started, result=result)
+        except ResultNotStored as exc:  # a value the handler returned: never the database's fault
+            return Outcome("failed", time.monotonic() - started, describe(exc))
+        return Outcome("done", time.monotonic() - started, result=result)
 
     def _failure(self, exc: BaseException, prepared: Prepared) -> Outcome:
         duration = time.monotonic() - prepared.started
