@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -22,29 +23,23 @@ def test_sixteen_threads_share_one_producer_through_its_pool(qdb: QueueDB) -> No
         in_use: dict[int, int] = {}
         lock = threading.Lock()
         overlaps = []
-        database = producer.pool.database
+        take, give = producer.pool.take, producer.pool.give
 
-        def watched():  # type: ignore[no-untyped-def]
-            cm = database()
+        def watched_take():  # type: ignore[no-untyped-def]
+            lent = take()
+            with lock:
+                in_use[id(lent[0])] = in_use.get(id(lent[0]), 0) + 1
+                if in_use[id(lent[0])] > 1:
+                    overlaps.append(id(lent[0]))
+            return lent
 
-            class Watch:
-                def __enter__(self):  # type: ignore[no-untyped-def]
-                    db = cm.__enter__()
-                    with lock:
-                        in_use[id(db)] = in_use.get(id(db), 0) + 1
-                        if in_use[id(db)] > 1:
-                            overlaps.append(id(db))
-                    self.db = db
-                    return db
+        def watched_give(lent):  # type: ignore[no-untyped-def]
+            with lock:
+                in_use[id(lent[0])] -= 1
+            give(lent)
 
-                def __exit__(self, *exc):  # type: ignore[no-untyped-def]
-                    with lock:
-                        in_use[id(self.db)] -= 1
-                    return cm.__exit__(*exc)
-
-            return Watch()
-
-        producer.pool.database = watched  # type: ignore[method-assign]
+        producer.pool.take = watched_take  # type: ignore[method-assign]
+        producer.pool.give = watched_give  # type: ignore[method-assign]
 
         def work(thread: int) -> list[int]:
             ids = [producer.enqueue("test.record", {"thread": thread, "n": n}) for n in range(per_thread)]
@@ -115,3 +110,36 @@ def test_a_bad_pool_size_is_refused(qdb: QueueDB, size: object) -> None:
 
     with pytest.raises(ValueError, match="pool_size must be a positive integer"):
         Producer(qdb.settings(), pool_size=size)  # type: ignore[arg-type]
+
+
+def test_the_pool_lends_each_connection_to_one_thread_and_wakes_a_waiting_one() -> None:
+    """The pool alone, under contention: 8 threads on 2 connections, each borrow held a moment, so
+    that threads wait for a connection to come back (the locked path) while others take one that
+    was just returned (the lock-free path). Every borrow is served, none by a connection in use."""
+    from mysqlq.producer.pool import Pool
+
+    made: list[object] = []
+    pool = Pool(lambda: made.append(object()) or made[-1], size=2, wait=10.0)  # type: ignore[func-returns-value]
+    holders: dict[int, int] = {}
+    lock = threading.Lock()
+    overlaps: list[int] = []
+    served = []
+
+    def borrow(n: int) -> None:
+        for _ in range(200):
+            lent = pool.take()
+            with lock:
+                holders[id(lent[0])] = holders.get(id(lent[0]), 0) + 1
+                if holders[id(lent[0])] > 1:
+                    overlaps.append(id(lent[0]))
+            time.sleep(0.0001 if n % 2 else 0)
+            with lock:
+                holders[id(lent[0])] -= 1
+            pool.give(lent)
+            served.append(n)
+
+    with ThreadPoolExecutor(8) as threads:
+        list(threads.map(borrow, range(8)))
+    assert overlaps == []
+    assert len(made) == 2  # never more than its size
+    assert len(served) == 8 * 200  # no thread gave up waiting

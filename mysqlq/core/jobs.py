@@ -72,33 +72,40 @@ class Job:
 
     def row(self, settings: Settings) -> tuple[Any, ...]:
         """The insert_jobs parameters, after checking every field (InvalidJob says what is wrong)."""
-        check_name("handler", self.handler, InvalidJob)
-        check_name("queue", self.queue, InvalidJob)
-        payload = encode_payload(self.payload, settings.max_payload_bytes)
-        check_delay(self.delay)
-        if self.delay and self.run_at is not None:
-            raise InvalidJob("give either delay or run_at, not both")
-        if not isinstance(self.priority, int) or not -32768 <= self.priority <= 32767:
-            raise InvalidJob(f"priority must be an integer from -32768 to 32767, got {self.priority!r}")
-        if self.dedupe_key is not None and not 0 < len(self.dedupe_key) <= MAX_DEDUPE_KEY:
-            raise InvalidJob(f"dedupe key must be 1 to {MAX_DEDUPE_KEY} characters long")
-        if self.concurrency_key is not None and (not isinstance(self.concurrency_key, str)
-                                                 or not 0 < len(self.concurrency_key) <= MAX_CONCURRENCY_KEY):
-            raise InvalidJob(f"concurrency key must be a string of 1 to {MAX_CONCURRENCY_KEY} characters")
-        if self.dedupe_scope not in DEDUPE_SCOPES:
-            raise InvalidJob(f"dedupe scope must be 'forever' or 'active', got {self.dedupe_scope!r}")
-        attempts = settings.max_attempts if self.max_attempts is None else self.max_attempts
-        if not isinstance(attempts, int) or not 1 <= attempts <= MAX_ATTEMPTS_LIMIT:
-            raise InvalidJob(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS_LIMIT}, got {attempts!r}")
-        if self.time_limit is not None and (not isinstance(self.time_limit, int | float)
-                                            or not 0 < self.time_limit < 2**31):
-            raise InvalidJob(f"time limit must be a positive number of seconds, got {self.time_limit!r}")
-        run_at = check_run_at(self.run_at) if self.run_at is not None else None
-        status = "scheduled" if self.delay > 0 or run_at is not None else "ready"
-        time_limit = math.ceil(self.time_limit) if self.time_limit is not None else None
-        return (self.queue, self.handler, payload, status, self.priority, run_at,
-                round(self.delay * 1_000_000), attempts, time_limit, self.dedupe_key, self.dedupe_scope,
-                self.concurrency_key)
+        return job_row(settings, self.handler, self.payload, self.queue, self.delay, self.run_at, self.priority,
+                       self.dedupe_key, self.max_attempts, self.time_limit, self.dedupe_scope, self.concurrency_key)
+
+
+def job_row(settings: Settings, handler: str, payload: Any, queue: str, delay: float, run_at: datetime | None,
+            priority: int, dedupe_key: str | None, max_attempts: int | None, time_limit: float | None,
+            dedupe_scope: str, concurrency_key: str | None) -> tuple[Any, ...]:
+    """:meth:`Job.row` of a job given field by field: what ``Producer.enqueue`` calls, without making
+    a Job first (a frozen dataclass of thirteen fields costs about as much as all the checks)."""
+    check_name("handler", handler, InvalidJob)
+    check_name("queue", queue, InvalidJob)
+    encoded = encode_payload(payload, settings.max_payload_bytes)
+    check_delay(delay)
+    if delay and run_at is not None:
+        raise InvalidJob("give either delay or run_at, not both")
+    if not isinstance(priority, int) or not -32768 <= priority <= 32767:
+        raise InvalidJob(f"priority must be an integer from -32768 to 32767, got {priority!r}")
+    if dedupe_key is not None and not 0 < len(dedupe_key) <= MAX_DEDUPE_KEY:
+        raise InvalidJob(f"dedupe key must be 1 to {MAX_DEDUPE_KEY} characters long")
+    if concurrency_key is not None and (not isinstance(concurrency_key, str)
+                                        or not 0 < len(concurrency_key) <= MAX_CONCURRENCY_KEY):
+        raise InvalidJob(f"concurrency key must be a string of 1 to {MAX_CONCURRENCY_KEY} characters")
+    if dedupe_scope not in DEDUPE_SCOPES:
+        raise InvalidJob(f"dedupe scope must be 'forever' or 'active', got {dedupe_scope!r}")
+    attempts = settings.max_attempts if max_attempts is None else max_attempts
+    if not isinstance(attempts, int) or not 1 <= attempts <= MAX_ATTEMPTS_LIMIT:
+        raise InvalidJob(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS_LIMIT}, got {attempts!r}")
+    if time_limit is not None and (not isinstance(time_limit, int | float) or not 0 < time_limit < 2**31):
+        raise InvalidJob(f"time limit must be a positive number of seconds, got {time_limit!r}")
+    at = check_run_at(run_at) if run_at is not None else None
+    status = "scheduled" if delay > 0 or at is not None else "ready"
+    limit = math.ceil(time_limit) if time_limit is not None else None
+    return (queue, handler, encoded, status, priority, at, round(delay * 1_000_000), attempts, limit, dedupe_key,
+            dedupe_scope, concurrency_key)
 
 
 # Delays up to this many seconds (about 31 years) end long before year 9999: no clock reading needed.

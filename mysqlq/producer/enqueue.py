@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from mysqlq import hint
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
-from mysqlq.core.jobs import Job, JobState
+from mysqlq.core.jobs import Job, JobState, job_row
 from mysqlq.producer import workflows
 from mysqlq.producer.aio import AsyncTransaction, atransaction
 from mysqlq.producer.offload import Offload
@@ -78,15 +78,21 @@ class Producer:
         last of them is. If one ends dead or cancelled the job is cancelled, unless
         ``on_parent_failure="run"``.
         """
-        job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
-                  dedupe_scope, concurrency_key, after, on_parent_failure)
-        row = job.row(self.settings)
-        parents = job.parents()
-        with self.pool.database() as db:
-            if parents:
+        if after:  # waits for other jobs: one transaction (mysqlq.producer.workflows)
+            job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
+                      dedupe_scope, concurrency_key, after, on_parent_failure)
+            job.row(self.settings)
+            job.parents()  # both checked before a connection is taken
+            with self.pool.database() as db:
                 job_id = db.run(lambda cur: _in_transaction(cur, workflows.insert, job, self.settings, self.renderer))
-            else:
-                job_id = db.run(lambda cur: store.insert_job(cur, row, self.renderer))
+        else:  # the common case, on the shortest path: no Job made, no context manager for the connection
+            row = job_row(self.settings, handler, payload, queue, delay, run_at, priority, dedupe_key,
+                          max_attempts, time_limit, dedupe_scope, concurrency_key)
+            lent = self.pool.take()
+            try:
+                job_id = lent[0].run(partial(store.insert_job, row=row, renderer=self.renderer))
+            finally:
+                self.pool.give(lent)
         self.hints.notify((queue,), delay)
         return job_id
 

@@ -4,8 +4,8 @@ server (each statement on a connection no other thread is using) without a conne
 from __future__ import annotations
 
 import os
-import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -14,10 +14,24 @@ from mysqlq.store.db import Database
 
 WAIT = 30.0  # seconds a thread waits for a connection when all of them are in use
 
+_forks = 0  # bumped in every forked child: a pool made before the fork starts afresh there
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
 
 class Pool:
     """At most ``size`` connections, opened as they are first needed and each lent to one thread at a
-    time; the most recently returned is lent first, so a single thread keeps using one connection."""
+    time; the most recently returned is lent first, so a single thread keeps using one connection.
+
+    Lending an idle connection takes no lock (``list.pop`` and ``append`` are atomic): only a thread
+    that finds none idle takes the lock, to open one or to wait for one to come back.
+    """
 
     def __init__(self, make: Callable[[], Database], size: int, wait: float = WAIT) -> None:
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
@@ -25,59 +39,73 @@ class Pool:
         self.make = make
         self.size = size
         self.wait = wait
-        self._lock = threading.Lock()
         self._reset()
 
     def _reset(self) -> None:
-        self._pid = os.getpid()
-        self._idle: queue.LifoQueue[Database] = queue.LifoQueue()
+        # In a forked child (a pre-forking server) the parent's sockets must be neither used nor closed.
+        self._forks = _forks
+        self._idle: list[Database] = []
         self._opened = 0
+        self._waiting = 0  # threads waiting for a connection to come back
+        self._returned = threading.Condition(threading.Lock())
 
     @contextmanager
     def database(self) -> Iterator[Database]:
         """A connection for this thread alone until the block ends."""
-        db = self._take()
+        lent = self.take()
         try:
-            yield db
+            yield lent[0]
         finally:
-            self._give(db)
+            self.give(lent)
 
-    def _take(self) -> Database:
-        if self._pid != os.getpid():
-            # A forked child (a pre-forking server) must not use its parent's sockets, nor close them.
-            with self._lock:
-                if self._pid != os.getpid():
-                    self._reset()
+    def take(self) -> tuple[Database, int]:
+        """A connection for this thread alone until it is given back (with what this returned)."""
+        if self._forks != _forks:
+            self._reset()
         try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            pass
-        with self._lock:
-            fresh = self._opened < self.size
-            if fresh:
+            return self._idle.pop(), _forks
+        except IndexError:
+            return self._take_waiting(), _forks
+
+    def _take_waiting(self) -> Database:
+        with self._returned:
+            if self._opened < self.size:
                 self._opened += 1
-        if fresh:
-            return self.make()
-        try:
-            return self._idle.get(timeout=self.wait)
-        except queue.Empty:
-            raise DatabaseUnavailable(
-                f"all {self.size} connections of the producer were in use for {self.wait:g}s: "
-                "give it a larger pool_size, or hold its transactions for less time", transient=True) from None
+                return self.make()
+            self._waiting += 1
+            try:
+                deadline = time.monotonic() + self.wait
+                while True:
+                    try:
+                        return self._idle.pop()
+                    except IndexError:
+                        pass
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise DatabaseUnavailable(
+                            f"all {self.size} connections of the producer were in use for {self.wait:g}s: "
+                            "give it a larger pool_size, or hold its transactions for less time", transient=True)
+                    self._returned.wait(left)
+            finally:
+                self._waiting -= 1
 
-    def _give(self, db: Database) -> None:
-        if self._pid != os.getpid():
+    def give(self, lent: tuple[Database, int]) -> None:
+        db, forks = lent
+        if forks != _forks:
             return  # lent before a fork: the parent's
-        self._idle.put(db)
+        self._idle.append(db)
+        if self._waiting:  # read after the append: a thread counted in before it is woken
+            with self._returned:
+                self._returned.notify()
 
     def close(self) -> None:
         """Close the idle connections (a connection lent out meanwhile stays open until the next close).
         The pool may be used again: it opens connections as they are needed."""
         while True:
             try:
-                db = self._idle.get_nowait()
-            except queue.Empty:
+                db = self._idle.pop()
+            except IndexError:
                 return
             db.close()
-            with self._lock:
+            with self._returned:
                 self._opened -= 1
