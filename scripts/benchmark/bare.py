@@ -8,7 +8,10 @@ Each of K processes, with mysqlclient and autocommit, claims, fetches and acks b
     UPDATE job_queue SET status=2 WHERE batch_id=%s;                                   -- ack
 
 The ``skip-locked`` variant claims with ``SELECT id … FOR UPDATE SKIP LOCKED`` then ``UPDATE … WHERE
-id IN (…)`` in one transaction.  Also here: the bare autocommit single-row INSERT loop (W4).
+id IN (…)`` in one transaction.  With ``--statements`` the loop runs mysqlq's own claim, read-back
+and batch ack (given as JSON by the caller) on mysqlq's ``mysqlq_jobs``: the ceiling that mysqlq's
+schema and statements allow, with nothing around them.  Also here: the bare autocommit single-row
+INSERT loop (W4).
 
 Run by ``scripts/bench`` as a subprocess per drainer (so K drainers use K processes, like K workers)::
 
@@ -115,22 +118,40 @@ def _retrying(cur: Any, run: Any, *args: Any) -> Any:
             deadlocks += 1
 
 
-def _execute(cur: Any, sql: str, params: Sequence[Any]) -> int:
+def _execute(cur: Any, sql: str, params: Sequence[Any] | dict[str, Any]) -> int:
     return int(cur.execute(sql, params))
 
 
 deadlocks = 0
 
 
+class Statements:
+    """mysqlq's own claim, read-back and ack (named parameters), given by the caller: the loop then
+    drains mysqlq's ``mysqlq_jobs`` the way mysqlq's worker does, with nothing else around the three
+    statements (the W1 ceiling). This file still imports only mysqlclient."""
+
+    def __init__(self, given: dict[str, str]) -> None:
+        self.claim, self.fetch, self.ack, self.waiting = given["claim"], given["fetch"], given["ack"], given["waiting"]
+        self.fixed = {"worker_id": os.getpid(), "worker": f"ceiling:{os.getpid()}", "lease_us": 60_000_000,
+                      "queue": "default"}
+
+    def claim_fn(self, cur: Any, batch_id: int, limit: int) -> int:
+        return int(cur.execute(self.claim, {**self.fixed, "batch_id": batch_id, "limit": limit}))
+
+
 def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: str | None = None,
-          wait: float = 0.0) -> dict[str, Any]:
+          wait: float = 0.0, statements: Statements | None = None) -> dict[str, Any]:
     """Claim, fetch and ack until a claim comes back empty; returns jobs done and first/last times.
     With ``wait``, an empty claim before the first job is tried again every WAIT_POLL seconds, for
-    up to ``wait`` seconds (the warm run: idle first, then a backlog appears)."""
+    up to ``wait`` seconds (the warm run: idle first, then a backlog appears). With ``statements``,
+    mysqlq's own, on its table."""
     db = connect(conn, isolation)
     if wait:
-        _wait_for_jobs(db, wait)
+        _wait_for_jobs(db, wait, statements.waiting if statements else WAITING)
     claim_fn = _claim_skip_locked if claim == "skip-locked" else _claim_update
+    fetch, ack = FETCH, ACK
+    if statements is not None:
+        claim_fn, fetch, ack = statements.claim_fn, statements.fetch, statements.ack
     base = os.getpid() << 32  # unique per drainer; the table is fresh per run
     jobs, first, last = 0, None, None
     with db.cursor() as cur:
@@ -141,9 +162,9 @@ def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: st
                 break
             if first is None:
                 first = claimed_at
-            cur.execute(FETCH, (batch_id,))
+            cur.execute(fetch, {"batch_id": batch_id} if statements else (batch_id,))
             rows = cur.fetchall()
-            _retrying(cur, _execute, ACK, (batch_id,))
+            _retrying(cur, _execute, ack, {"batch_id": batch_id} if statements else (batch_id,))
             jobs += len(rows)
             last = time.time()
     db.close()
@@ -154,11 +175,11 @@ WAIT_POLL = 0.005  # seconds between an idle bare drainer's looks: it notices a 
 WAITING = "SELECT 1 FROM job_queue WHERE status = 0 LIMIT 1"
 
 
-def _wait_for_jobs(db: Any, wait: float) -> None:
+def _wait_for_jobs(db: Any, wait: float, waiting: str) -> None:
     deadline = time.monotonic() + wait
     with db.cursor() as cur:
         while time.monotonic() < deadline:
-            cur.execute(WAITING)
+            cur.execute(waiting)
             if cur.fetchone():
                 return
             time.sleep(WAIT_POLL)
@@ -173,8 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--claim", choices=["update", "skip-locked"], default="update")
     d.add_argument("--isolation", choices=["REPEATABLE READ", "READ COMMITTED"], default=None)
     d.add_argument("--wait", type=float, default=0.0, help="seconds to wait, idle, for the first job")
+    d.add_argument("--statements", default=None,
+                   help="JSON {claim, fetch, ack, waiting}: mysqlq's own statements, on its mysqlq_jobs table")
     args = parser.parse_args(argv)
-    result = drain(json.loads(args.conn), args.batch, args.claim, args.isolation, args.wait)
+    statements = Statements(json.loads(args.statements)) if args.statements else None
+    result = drain(json.loads(args.conn), args.batch, args.claim, args.isolation, args.wait, statements)
     print(json.dumps(result), flush=True)
     return 0
 

@@ -58,8 +58,10 @@ from benchmark.common import (
     with_database,
 )
 from benchmark.producer import paced
+from mysqlq.producer.enqueue import BULK_CHUNK
 from mysqlq.store import schema
 from mysqlq.store.db import Database
+from mysqlq.store.sql import query
 
 DEFAULTS = mysqlq.Settings(dsn=mysqlq.Dsn())
 BATCH = str(DEFAULTS.batch_size)  # the default claim size: the bare loop is run at the same one
@@ -164,18 +166,31 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     return Drain(n, ended - started, float(last) - float(first), float(first) - started_wall, cpu, server)
 
 
+def ceiling_statements() -> str:
+    """mysqlq's own claim, read-back and batch ack, for bare.py's ``--statements`` (the W1 ceiling)."""
+    return json.dumps({"claim": query("claim_batch"), "fetch": query("fetch_batch"), "ack": query("complete_batch"),
+                       "waiting": "SELECT 1 FROM mysqlq_jobs WHERE ready_queue = 'default' LIMIT 1"})
+
+
 def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = DEFAULTS.batch_size, claim: str = "update",
-               isolation: str | None = None) -> Drain:
-    """The bare-SQL reference loop: K processes of bare.py on a fresh job_queue table."""
-    dsn = bench.fresh(name, migrate=False)
+               isolation: str | None = None, ceiling: bool = False) -> Drain:
+    """The bare-SQL reference loop: K processes of bare.py on a fresh job_queue table. With ``ceiling``,
+    the same loop runs mysqlq's own three statements on a fresh mysqlq_jobs: what the schema allows
+    with nothing around the statements (no checks, no outcomes kept, no logs, no start-up)."""
+    dsn = bench.fresh(name, migrate=ceiling)
     conn = bench.connect(dsn)
     cur = conn.cursor()
-    bench_bare.create_table(cur)
-    bench_bare.fill(cur, [payload_bytes(i) for i in range(n)])
+    if ceiling:
+        fill_jobs(cur, n)
+    else:
+        bench_bare.create_table(cur)
+        bench_bare.fill(cur, [payload_bytes(i) for i in range(n)])
     args = [sys.executable, str(HERE / "bare.py"), "drain", "--conn",
             json.dumps(connect_kwargs(dsn, dsn.database)), "--batch", str(batch), "--claim", claim]
     if isolation:
         args += ["--isolation", isolation]
+    if ceiling:
+        args += ["--statements", ceiling_statements()]
     started_wall = time.time()
     started = time.perf_counter()
     cpu, server = children_cpu(), server_cpu(bench)
@@ -187,7 +202,8 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = DEFAULTS.ba
         raise RuntimeError(f"{name}: a bare drainer failed")
     results = [json.loads(out) for out in outputs]
     jobs = sum(r["jobs"] for r in results)
-    cur.execute("SELECT COUNT(*) FROM job_queue WHERE status = 2")
+    cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'" if ceiling
+                else "SELECT COUNT(*) FROM job_queue WHERE status = 2")
     if jobs != n or int(cur.fetchone()[0]) != n:
         raise RuntimeError(f"{name}: the bare loop did {jobs} of {n} jobs")
     first = min(r["first"] for r in results if r["first"] is not None)
@@ -220,8 +236,11 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
                 one.add(jobs_s=o.jobs_s, steady_jobs_s=o.steady_jobs_s, startup_s=o.startup,
                         cpu_us_job=o.cpu_us_job)
             b = drain_bare(bench, f"w1b_k{k}_r{run}", k, n)
+            c = drain_bare(bench, f"w1c_k{k}_r{run}", k, n, ceiling=True)
             mq[k].add(jobs_s=d.jobs_s, steady_jobs_s=d.steady_jobs_s, startup_s=d.startup, cpu_us_job=d.cpu_us_job,
-                      server_us_job=d.server_us_job)
+                      server_us_job=d.server_us_job, ceiling_ratio_bare=c.jobs_s / b.jobs_s,
+                      ceiling_ratio_bare_steady=c.steady_jobs_s / b.steady_jobs_s,
+                      ceiling_server_us_job=c.server_us_job)
             bare[k].add(jobs_s=b.jobs_s, steady_jobs_s=b.steady_jobs_s, cpu_us_job=b.cpu_us_job,
                         server_us_job=b.server_us_job)
             ratios[k].append((d.jobs_s / b.jobs_s, d.steady_jobs_s / b.steady_jobs_s))
@@ -263,7 +282,8 @@ def w1_warm(bench: Bench, sizes: Sizes) -> list[Figure]:
             note(f"W1warm run {run + 1}: K={k} idle mysqlq workers, then {n} jobs in one commit; then bare")
             jobs_s = warm_mysqlq(bench, f"w1w_k{k}_r{run}", k, n)
             bare_s = warm_bare(bench, f"w1wb_k{k}_r{run}", k, n)
-            mq.add(jobs_s=jobs_s, bare_jobs_s=bare_s, ratio_bare=jobs_s / bare_s)
+            ceiling_s = warm_bare(bench, f"w1wc_k{k}_r{run}", k, n, ceiling=True)
+            mq.add(jobs_s=jobs_s, bare_jobs_s=bare_s, ratio_bare=jobs_s / bare_s, ceiling_ratio_bare=ceiling_s / bare_s)
         figures.append(emit(mq))
     return figures
 
@@ -296,19 +316,26 @@ def warm_mysqlq(bench: Bench, name: str, k: int, n: int) -> float:
     return n / (float(last) - committed)
 
 
-def warm_bare(bench: Bench, name: str, k: int, n: int) -> float:
-    """The bare loop run the same way: K drainers waiting, then the backlog in one commit."""
-    dsn = bench.fresh(name, migrate=False)
+def warm_bare(bench: Bench, name: str, k: int, n: int, ceiling: bool = False) -> float:
+    """The bare loop run the same way: K drainers waiting, then the backlog in one commit (with
+    ``ceiling``: mysqlq's own statements on mysqlq_jobs, see drain_bare)."""
+    dsn = bench.fresh(name, migrate=ceiling)
     conn = bench.connect(dsn)
     cur = conn.cursor()
-    bench_bare.create_table(cur)
+    if not ceiling:
+        bench_bare.create_table(cur)
     payloads = [payload_bytes(i) for i in range(n)]
     args = [sys.executable, str(HERE / "bare.py"), "drain", "--conn",
             json.dumps(connect_kwargs(dsn, dsn.database)), "--batch", BATCH, "--wait", "120"]
+    if ceiling:
+        args += ["--statements", ceiling_statements()]
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, env=clean_env({})) for _ in range(k)]
     time.sleep(WARM_IDLE)
     cur.execute("BEGIN")
-    bench_bare.fill(cur, payloads)
+    if ceiling:
+        fill_jobs(cur, n, payloads=payloads)
+    else:
+        bench_bare.fill(cur, payloads)
     cur.execute("COMMIT")
     committed = time.time()
     outputs = [proc.communicate(timeout=max(120.0, n / 50))[0] for proc in procs]
@@ -549,6 +576,31 @@ def _timed_fill(cur: Any, payloads: list[bytes]) -> float:
     return t[0]
 
 
+def _rendered_inserts(producer: mysqlq.Producer, n: int) -> list[bytes]:
+    """The statements ``enqueue`` sends for jobs 0..n-1 of W4, made in advance: sent in a plain loop,
+    they are the ceiling of any producer of this schema (the server's work alone, no Python around it)."""
+    rows = [mysqlq.Job("bench.noop", payload(i)).row(producer.settings) for i in range(n)]
+    with producer.pool.database() as db:
+        literal = db.conn.literal
+        return [producer.renderer.statement("insert_job", (row,), literal) for row in rows]
+
+
+def _rendered_bulk(producer: mysqlq.Producer, jobs: list[mysqlq.Job]) -> list[bytes]:
+    """The multi-row INSERTs ``enqueue_many(jobs)`` sends (its chunks), made in advance: its ceiling."""
+    rows = [job.row(producer.settings) for job in jobs]
+    with producer.pool.database() as db:
+        literal = db.conn.literal
+        return [producer.renderer.statement("insert_jobs", rows[start : start + BULK_CHUNK], literal)
+                for start in range(0, len(rows), BULK_CHUNK)]
+
+
+def _timed_statements(cur: Any, statements: list[bytes]) -> float:
+    with timer() as t:
+        for statement in statements:
+            cur.execute(statement)
+    return t[0]
+
+
 def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
     single = Figure("W4", {"mode": "single", "n": str(sizes.w4_singles)}, spread=("jobs_s", "ratio_bare"))
     bulk = Figure("W4", {"mode": "bulk", "n": str(sizes.w4_bulk)}, spread=("jobs_s", "ratio_bare"))
@@ -567,7 +619,8 @@ def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
         with mysqlq.Producer(bench.settings(dsn)) as producer:
             producer.enqueue("bench.noop", payload(0))  # connect before timing
             bench_bare.insert_loop(cur, bare_payloads[:1])
-            mysqlq_s = bare_s = 0.0
+            rendered = _rendered_inserts(producer, sizes.w4_singles)
+            mysqlq_s = bare_s = rendered_s = 0.0
             step = -(-sizes.w4_singles // W4_BLOCKS)
             for block, start in enumerate(range(0, sizes.w4_singles, step)):
                 numbers = range(start, min(start + step, sizes.w4_singles))
@@ -577,22 +630,26 @@ def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
                     for i in numbers:
                         producer.enqueue("bench.noop", payload(i))
                 mysqlq_s += t[0]
+                rendered_s += _timed_statements(cur, rendered[numbers.start : numbers.stop])
                 if not block % 2:
                     bare_s += bench_bare.insert_loop(cur, bare_payloads[numbers.start : numbers.stop])
             jobs = [mysqlq.Job("bench.noop", payload(i)) for i in range(sizes.w4_bulk)]
-            bulk_s = bare_bulk_s = 0.0
+            rendered_bulk = _rendered_bulk(producer, jobs)
+            bulk_s = bare_bulk_s = rendered_bulk_s = 0.0
             for pair in range(W4_BULK_PAIRS):
                 if pair % 2:  # every other pair the bare INSERTs go first
                     bare_bulk_s += _timed_fill(cur, bulk_payloads)
                 with timer() as tb:
                     producer.enqueue_many(jobs)
                 bulk_s += tb[0]
+                rendered_bulk_s += _timed_statements(cur, [b"BEGIN", *rendered_bulk, b"COMMIT"])
                 if not pair % 2:
                     bare_bulk_s += _timed_fill(cur, bulk_payloads)
         single.add(jobs_s=sizes.w4_singles / mysqlq_s, bare_jobs_s=sizes.w4_singles / bare_s,
-                   ratio_bare=bare_s / mysqlq_s)
+                   ratio_bare=bare_s / mysqlq_s, ceiling_ratio_bare=bare_s / rendered_s)
         bulk.add(jobs_s=W4_BULK_PAIRS * sizes.w4_bulk / bulk_s,
-                 bare_multirow_jobs_s=W4_BULK_PAIRS * sizes.w4_bulk / bare_bulk_s, ratio_bare=bare_bulk_s / bulk_s)
+                 bare_multirow_jobs_s=W4_BULK_PAIRS * sizes.w4_bulk / bare_bulk_s, ratio_bare=bare_bulk_s / bulk_s,
+                 ceiling_ratio_bare=bare_bulk_s / rendered_bulk_s)
         threads.add(**w4_threads(bench, dsn, sizes.w4_singles))
         loop.add(**w4_async(bench, dsn))
         conn.close()
@@ -663,8 +720,6 @@ def w4_async(bench: Bench, dsn: mysqlq.Dsn) -> dict[str, float]:
         except ImportError:
             return found
         from mysqlq.store.jobs import NAMES
-        from mysqlq.store.sql import query
-
         statement = query("insert_job").replace("{rows}", query("job_values_due"))
         keep = [n for n, name in enumerate(NAMES) if name not in ("run_at", "delay_us")]
         options: dict[str, Any] = {"user": dsn.user, "password": dsn.password or "", "db": dsn.database,
