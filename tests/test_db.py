@@ -91,3 +91,17 @@ def test_which_errors_are_transient() -> None:
     assert is_transient(MySQLdb.OperationalError(2013, "Lost connection"))
     assert not is_transient(MySQLdb.OperationalError(1054, "Unknown column"))
     assert not is_transient(MySQLdb.ProgrammingError(1146, "Table doesn't exist"))
+
+
+def test_a_single_enqueue_reopens_a_lost_connection_and_answers_the_dedupe_holder(qdb: QueueDB) -> None:
+    """Producer.enqueue sends its INSERT without a cursor (Database.run_on): a killed connection is
+    reopened and the INSERT retried, and a taken dedupe key still answers the holder's id."""
+    with qdb.producer() as producer:
+        first = producer.enqueue("test.record", {"n": 1}, dedupe_key="k")
+        with producer.pool.database() as db:
+            connection_id = db.run(lambda cur: (cur.execute("SELECT CONNECTION_ID()"), cur.fetchone()[0])[1])
+        qdb.query("KILL %s", (connection_id,))
+        second = producer.enqueue("test.record", {"n": 2})
+        assert producer.enqueue("test.record", {"n": 3}, dedupe_key="k") == first
+    assert second > first
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 2

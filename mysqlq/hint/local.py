@@ -78,7 +78,8 @@ class LocalSender:
     """A producer's unix socket, sending to every worker socket of its database in the hint directory."""
 
     def __init__(self, settings: Settings) -> None:
-        self.folder, self.fallback = hint_dir(settings)
+        folder, self.fallback = hint_dir(settings)
+        self.folder = str(folder)  # stat'ed per enqueue: a str spares the Path conversion each time
         self.prefix = prefix(settings) + "."
         self._sock: socket.socket | None = None
         self._sock_lock = threading.Lock()  # a Producer's threads share this sender

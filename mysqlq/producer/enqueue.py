@@ -90,7 +90,7 @@ class Producer:
                           max_attempts, time_limit, dedupe_scope, concurrency_key)
             lent = self.pool.take()
             try:
-                job_id = lent[0].run(partial(store.insert_job, row=row, renderer=self.renderer))
+                job_id = lent[0].run_on(partial(store.insert_rendered, row=row, renderer=self.renderer))
             finally:
                 self.pool.give(lent)
         self.hints.notify((queue,), delay)

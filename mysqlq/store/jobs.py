@@ -102,6 +102,13 @@ def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = N
     return int(cur.lastrowid or cur.connection.insert_id())
 
 
+def insert_rendered(conn: Connection, row: Sequence[Any], renderer: RowRenderer) -> int:
+    """:func:`insert_job` on one of mysqlq's own connections, sent without a cursor (a single INSERT
+    returns no rows; the cursor's bookkeeping would add a quarter to the client's CPU for it)."""
+    conn.query(renderer.statement("insert_job", (row,), conn.literal))
+    return int(conn.insert_id())
+
+
 class BulkInsert:
     """Multi-row inserts sent one ahead: each statement goes to the server at once, and its result is
     read only when the next is ready (or at the end), so the server inserts one chunk while the
