@@ -24,7 +24,7 @@ from typing import Any
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import ConfigError
 from mysqlq.core.handlers import Handler, Registry
-from mysqlq.worker import Worker
+from mysqlq.worker.loop import Worker
 
 _drains = itertools.count(1)
 

@@ -14,7 +14,6 @@ from mysqlq.store import workers as worker_store
 from mysqlq.store.db import CLI_RETRY, Database
 from mysqlq.store.schema import check_schema
 from mysqlq.worker import metrics as worker_metrics
-from mysqlq.worker.loop import Worker
 
 
 def _split_queues(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -100,6 +99,8 @@ def _instance_name() -> str:
 @click.pass_context
 def worker(ctx: click.Context, /, name: str | None, queues: tuple[str, ...] | None, **options: object) -> None:
     """Run jobs until SIGTERM: finish the jobs in flight, release the claimed rest, exit 0."""
+    from mysqlq.worker.loop import Worker  # here: the other commands need none of the worker's modules
+
     cfg = settings(ctx, worker_name=name or _instance_name(), queues=queues, **options)
     raise SystemExit(Worker(cfg).run())
 
