@@ -4,6 +4,7 @@ and measure its CPU per job without a profiler.
     .venv/bin/python scripts/bench --only profile [--quick]
     .venv/bin/python scripts/bench --only cpu [--quick] [--runs N] [--against DIR]
     .venv/bin/python scripts/bench --only parts [--quick] [--runs N] [--against DIR]
+    .venv/bin/python scripts/bench --only producer [--quick] [--runs N] [--against DIR]
 
 ``--against DIR`` (a worktree of another commit, e.g. ``git worktree add /tmp/base HEAD~3``) runs
 that code (``PYTHONPATH=DIR``) and this checkout's in turn, run by run, and compares them: on a
@@ -132,6 +133,38 @@ def cpu_main(quick: bool = False, runs: int = 3, against: str | None = None) -> 
                 print(f"{label}: this / against, run by run: {', '.join(f'{x:.2f}' for x in pairs)}", flush=True)
     finally:
         bench.close()
+    return 0
+
+
+def producer_main(quick: bool = False, runs: int = 3, against: str | None = None) -> int:
+    """A single enqueue's client CPU and wall time per call (one Producer, no workers, ``enqueue_cpu.py``
+    in a process of its own) and ``import mysqlq`` in that process, medians of ``runs``; with
+    ``against``, that code's beside this checkout's, in alternation."""
+    n = 2000 if quick else 10_000
+    bench = Bench(quick, runs)
+    found: dict[str, list[dict[str, float]]] = collections.defaultdict(list)
+    try:
+        dsn = bench.fresh("producer")
+        for _ in range(runs):
+            for version, code in versions(against):
+                args = [sys.executable, str(HERE / "enqueue_cpu.py"), "--dsn", dsn_url(dsn), "--n", str(n),
+                        "--hint-dir", str(bench.hint_dir)]
+                out = subprocess.run(args, env=clean_env({"PYTHONPATH": code} if code else {}), check=True,
+                                     capture_output=True, text=True, timeout=600).stdout
+                found[version].append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        bench.close()
+    for version, _ in versions(against):
+        cpu = [r["cpu_us"] for r in found[version]]
+        wall = median([r["wall_us"] for r in found[version]])
+        imported = median([r["import_s"] for r in found[version]]) * 1e3
+        name = f"[{version}] " if against else ""
+        print(f"{name}single enqueue, {n} in a loop: {median(cpu):.1f} µs of client CPU (runs "
+              f"{', '.join(f'{x:.1f}' for x in cpu)}), {wall:.0f} µs wall per call; import mysqlq {imported:.0f} ms",
+              flush=True)
+    if against:
+        pairs = [b["cpu_us"] / a["cpu_us"] for a, b in zip(found["against"], found["this"], strict=True)]
+        print(f"client CPU per enqueue, this / against, run by run: {', '.join(f'{x:.2f}' for x in pairs)}")
     return 0
 
 
