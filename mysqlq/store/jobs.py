@@ -121,10 +121,16 @@ class BulkInsert:
 
     def send(self, rows: Sequence[Sequence[Any]]) -> int:
         """Send an insert of ``rows`` without waiting for it; returns how many rows the previous
-        insert added (0 for the first)."""
+        insert added (0 for the first). The statement is rendered before the previous one is waited
+        for, while the server still inserts it (escaping needs only the connection's character set)."""
+        try:
+            statement = self.renderer.statement("insert_jobs", rows, self.conn.literal) if rows else None
+        except BaseException:
+            self.wait()  # read the result in flight, so that the connection can roll back
+            raise
         added = self.wait()
-        if rows:
-            self.conn.send_query(self.renderer.statement("insert_jobs", rows, self.conn.literal))
+        if statement is not None:
+            self.conn.send_query(statement)
             self._in_flight = True
         return added
 
