@@ -34,6 +34,13 @@ def _statement(name: str) -> bytes:
 
 
 @cache
+def _around_rows(name: str) -> tuple[bytes, bytes]:
+    """A job-inserting statement split at its ``{rows}``: what goes before the rows and after them."""
+    head, tail = _statement(name).split(b"{rows}")
+    return head, tail
+
+
+@cache
 def _single(name: str) -> bytes:
     """``name`` with its ``{rows}`` as one job_values row of placeholders, for the driver's binding."""
     return _statement(name).replace(b"{rows}", _statement("job_values"))
@@ -85,7 +92,7 @@ class RowRenderer:
 
     def statement(self, name: str, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
         """The statement ``name`` (insert_job or insert_jobs) for these rows."""
-        head, tail = _statement(name).split(b"{rows}")
+        head, tail = _around_rows(name)
         return head + self.values(rows, literal) + tail
 
 
