@@ -972,17 +972,26 @@ def pick_victim(cur: Any, workers: Workers, database: str, kind: str) -> str:
 
 
 def kill_holding(cur: Any, workers: Workers, victim: str, timeout: float = 30.0) -> tuple[set[int], float]:
-    """Freeze the victim until it is caught holding a claim, note the jobs it holds, then SIGKILL it."""
+    """Watch the victim until it holds a claim, freeze it, note the jobs it still holds, then SIGKILL it."""
     pid = workers.procs[victim].pid
 
+    def holding() -> set[int]:
+        cur.execute("SELECT id FROM mysqlq_jobs WHERE worker = %s AND status = 'running'", (victim,))
+        return {int(row[0]) for row in cur.fetchall()}
+
     def caught() -> tuple[set[int], float] | None:
+        # Frozen only once it is seen holding jobs: frozen at every look, a victim caught between two
+        # batches could barely claim again before the other workers had drained everything.
+        if not holding():
+            if not pending(cur):
+                raise RuntimeError(f"worker {victim} never held a claim")
+            return None
         os.kill(pid, signal.SIGSTOP)
         # A statement the victim sent just before it stopped (its batch's final ack, say) still
         # completes on the server: let it land, or jobs read as "running" here end "done" by the
         # victim itself and are never re-run by anyone.
         time.sleep(0.05)
-        cur.execute("SELECT id FROM mysqlq_jobs WHERE worker = %s AND status = 'running'", (victim,))
-        held = {int(row[0]) for row in cur.fetchall()}
+        held = holding()
         if held:
             os.kill(pid, signal.SIGKILL)
             killed_at = time.perf_counter()
