@@ -162,9 +162,10 @@ def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: st
                 break
             if first is None:
                 first = claimed_at
-            cur.execute(fetch, {"batch_id": batch_id} if statements else (batch_id,))
+            params = {"batch_id": batch_id} if statements else (batch_id,)  # mysqlq's are named
+            cur.execute(fetch, params)
             rows = cur.fetchall()
-            _retrying(cur, _execute, ack, {"batch_id": batch_id} if statements else (batch_id,))
+            _retrying(cur, _execute, ack, params)
             jobs += len(rows)
             last = time.time()
     db.close()
