@@ -77,7 +77,7 @@ class Sizes:
     w4_singles: int
     w4_bulk: int
     w5_history: int
-    w6_jobs: int
+    w6_jobs: int  # a drain that lasts well past the kill: 5,000 could end before the bench looked (~0.15 s)
     strategy_jobs: int
     strategy_jobs_batch1: int
     w7_jobs: int
@@ -87,10 +87,10 @@ class Sizes:
     def for_mode(cls, quick: bool) -> Sizes:
         if quick:
             return cls(w1_jobs=5000, w2_seconds=3, w3_seconds=10, w4_singles=1000, w4_bulk=5000,
-                       w5_history=200_000, w6_jobs=5000, strategy_jobs=3000, strategy_jobs_batch1=600, w7_jobs=1000,
+                       w5_history=200_000, w6_jobs=20_000, strategy_jobs=3000, strategy_jobs_batch1=600, w7_jobs=1000,
                        w1_warm_jobs=10_000)
         return cls(w1_jobs=20_000, w2_seconds=10, w3_seconds=30, w4_singles=5000, w4_bulk=20_000,
-                   w5_history=2_000_000, w6_jobs=10_000, strategy_jobs=5000, strategy_jobs_batch1=1500, w7_jobs=2000)
+                   w5_history=2_000_000, w6_jobs=20_000, strategy_jobs=5000, strategy_jobs_batch1=1500, w7_jobs=2000)
 
 
 # ---------------------------------------------------------------------------- one drain
