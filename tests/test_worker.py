@@ -7,6 +7,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from mysqlq import Job
 
 from .conftest import QueueDB
@@ -44,12 +46,15 @@ def test_lower_priority_numbers_run_first_then_fifo(qdb: QueueDB) -> None:
     assert [int(record[0]) for record in qdb.records()] == [job_id for _, job_id in sorted(jobs)]
 
 
-def test_queues_are_served_in_the_order_given(qdb: QueueDB) -> None:
+@pytest.mark.parametrize("claim", ["update", "skip-locked"])
+def test_queues_are_served_in_the_order_given(qdb: QueueDB, claim: str) -> None:
+    """Batches of two: one full from ``high``, then one from both queues (with ``update``, the last
+    queue's claim and the read-back of the whole batch go as one query)."""
     with qdb.producer() as producer:
         low = [producer.enqueue("test.record", queue="low") for _ in range(3)]
         high = [producer.enqueue("test.record", queue="high") for _ in range(3)]
         producer.enqueue("test.record", queue="ignored")
-    drain(qdb, "--queue", "high,low", "--batch-size", "2", "--concurrency", "1")
+    drain(qdb, "--queue", "high,low", "--batch-size", "2", "--concurrency", "1", "--claim", claim)
     assert [int(record[0]) for record in qdb.records()] == high + low
     assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE queue = 'ignored'") == "ready"
 

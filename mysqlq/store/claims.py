@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import starmap
+from typing import Any
 
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import dependencies, execute, execute_in
 from mysqlq.store.db import Cursor, transaction
+from mysqlq.store.sql import query
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,31 @@ def promote_due(cur: Cursor, limit: int = 1000) -> int:
     return execute(cur, "promote_due", {"limit": limit})
 
 
+def _claim_params(queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int) -> dict[str, Any]:
+    return {"queue": queue, "batch_id": batch_id, "worker_id": worker_id, "worker": worker,
+            "lease_us": round(lease * 1e6), "limit": limit}
+
+
 def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int) -> int:
     """Claim with one UPDATE … ORDER BY … LIMIT under the batch token; returns how many were claimed."""
-    params = {"queue": queue, "batch_id": batch_id, "worker_id": worker_id, "worker": worker,
-              "lease_us": round(lease * 1e6), "limit": limit}
-    return execute(cur, "claim_batch", params)
+    return execute(cur, "claim_batch", _claim_params(queue, batch_id, worker_id, worker, lease, limit))
+
+
+@cache
+def _claim_then_fetch() -> str:
+    return f"{query('claim_batch')};\n{query('fetch_batch')}"
+
+
+def claim_and_fetch(
+    cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int
+) -> tuple[int, list[ClaimedJob]]:
+    """:func:`claim_update`, then :func:`fetch_batch` (every job of the batch, whatever queue it came
+    from), sent as one query: one round trip instead of two (mysqlq's connections take several
+    statements in one query). Safe to repeat as a unit, like the two statements alone: the read-back
+    finds the batch by its token."""
+    claimed = int(cur.execute(_claim_then_fetch(), _claim_params(queue, batch_id, worker_id, worker, lease, limit)))
+    cur.nextset()
+    return claimed, list(starmap(ClaimedJob, cur.fetchall()))
 
 
 def claim_skip_locked(

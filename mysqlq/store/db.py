@@ -130,6 +130,8 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_datab
         "autocommit": True,
         "connect_timeout": connect_timeout,
         "init_command": "SET time_zone = '+00:00'",
+        # The driver's default, relied on: a worker claims a batch and reads it back in one query.
+        "multi_statements": True,
     }
     if use_database:
         kwargs["database"] = dsn.database

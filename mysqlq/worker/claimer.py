@@ -1,5 +1,6 @@
 """Claiming a batch: the claim statement queue by queue (earlier queues first) under one fresh token,
-the batch read back, and jobs with a concurrency key admitted or set aside (mysqlq.worker.limits)."""
+the batch read back (with the last claim statement, in one round trip, where it can be), and jobs
+with a concurrency key admitted or set aside (mysqlq.worker.limits)."""
 
 from __future__ import annotations
 
@@ -31,16 +32,28 @@ class Claimer:
         self.log = log
         self.worker_id = worker_id
         self.statement = claims.CLAIMS[settings.claim_strategy]
+        # The update claim of the last queue tried and the read-back go as one query: two round
+        # trips per batch become one.
+        self.merged = settings.claim_strategy == "update"
         self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
 
     def claim(self, limit: int, paused: Collection[str]) -> tuple[int, list[ClaimedJob], bool]:
         settings, statement, worker_id = self.settings, self.statement, self.worker_id()
         batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
+        queues = [queue for queue in settings.queues if queue not in paused]
         claimed = 0
-        for queue in settings.queues:
-            if queue in paused:
-                continue
+        jobs: list[ClaimedJob] | None = None  # read back with the last queue's claim, when it can be
+        for left, queue in enumerate(queues, 1 - len(queues)):  # left: 0 at the last queue
             room = limit - claimed
+            if self.merged and not left:  # the last statement of the claim: read back with it
+
+                def claim_and_fetch(cur: Cursor, queue: str = queue,
+                                    room: int = room) -> tuple[int, list[ClaimedJob]]:
+                    return claims.claim_and_fetch(cur, queue, batch_id, worker_id, settings.worker_name,
+                                                  settings.lease, room)
+
+                jobs = self.db.run(claim_and_fetch)[1]
+                break
 
             def claim(cur: Cursor, queue: str = queue, room: int = room) -> int:
                 return statement(cur, queue, batch_id, worker_id, settings.worker_name, settings.lease, room)
@@ -48,9 +61,12 @@ class Claimer:
             claimed += self.db.run(claim)
             if claimed >= limit:
                 break
-        if not claimed:
+        if jobs is None:
+            if not claimed:
+                return batch_id, [], False
+            jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
+        elif not jobs:
             return batch_id, [], False
-        jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
         set_aside = False
         if keyed(jobs):  # admitted, or set aside until their key has a free slot
             admitted = self.limits.admit(batch_id, jobs)
