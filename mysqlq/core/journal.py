@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, MutableMapping, Sequence
 from typing import Any
 
+from mysqlq.core.logs import FLOAT
 from systemd import journal
 
 PRIORITIES = {"critical": 2, "exception": 3, "error": 3, "warning": 4, "warn": 4, "info": 6, "debug": 7}
@@ -32,10 +33,18 @@ def field_name(key: str) -> str:
 
 
 def _shown(value: Any) -> str:
-    if type(value) is int or type(value) is float:  # most values of a job's line: never quoted
+    """A value as MESSAGE shows it."""
+    if type(value) is int:  # most values of a job's line: never quoted
         return str(value)
+    if type(value) is float:
+        return FLOAT % value
     text = str(value)
     return json.dumps(text, ensure_ascii=False) if not text or _QUOTED.search(text) else text
+
+
+def _field(value: Any) -> Any:
+    """A value as its own field holds it: verbatim, floats as MESSAGE shows them."""
+    return FLOAT % value if type(value) is float else value
 
 
 class JournalRenderer:
@@ -59,7 +68,7 @@ class JournalRenderer:
             f"PRIORITY={PRIORITIES.get(level, 6)}",
             f"SYSLOG_IDENTIFIER={IDENTIFIER}",
             f"MYSQLQ_EVENT={event}",
-            *(f"{field_name(key)}={value}" for key, value in items),
+            *(f"{field_name(key)}={_field(value)}" for key, value in items),
         ]
         return tuple(fields), {}
 
@@ -72,13 +81,13 @@ def send_many(level: str, event: str, context: dict[str, Any], keys: Sequence[st
     leading = [f"{key}={_shown(value)}" for key, value in context.items() if value is not None and key not in TRAILING]
     trailing = [f"{key}={_shown(value)}" for key, value in context.items() if value is not None and key in TRAILING]
     constant = [f"PRIORITY={PRIORITIES.get(level, 6)}", f"SYSLOG_IDENTIFIER={IDENTIFIER}", f"MYSQLQ_EVENT={event}",
-                *(f"{field_name(key)}={value}" for key, value in context.items() if value is not None)]
+                *(f"{field_name(key)}={_field(value)}" for key, value in context.items() if value is not None)]
     sendv = journal.sendv
     for row in rows:
         shown = [f"{key}={_shown(value)}" for key, value in zip(keys, row, strict=True) if value is not None]
         message = " ".join([event, *leading, *shown, *trailing])
         sendv(f"MESSAGE={message}", *constant,
-              *(f"{name}={value}" for name, value in zip(names, row, strict=True) if value is not None))
+              *(f"{name}={_field(value)}" for name, value in zip(names, row, strict=True) if value is not None))
 
 
 class JournalLogger:

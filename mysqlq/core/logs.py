@@ -146,41 +146,49 @@ class ConsoleLine:
         """The lines of one event per row, as :meth:`__call__` renders each (context first), joined."""
         head = " ".join([f"{self.stamp()} {level:<7} {event}", *(f"{key}={_value(value)}"
                                                                  for key, value in context.items())])
-        template = " ".join([head.replace("%", "%%"), *(key.replace("%", "%%") + "=%s" for key in keys)]) + "\n"
         rows = list(rows)
-        # A column whose values all show as they are (numbers, words) is formatted directly; another
-        # goes through _value (quoting) value by value. Queues and handlers repeat: few distinct values.
+        # A column whose values all show as they are (ints, words) or all are floats is formatted
+        # directly; another goes through _value (quoting) value by value. Queues and handlers
+        # repeat: few distinct values.
         try:
-            plain = [_plain_column(column) for column in zip(*rows, strict=True)]
+            specs = [_column_spec(column) for column in zip(*rows, strict=True)]
         except TypeError:  # a value that cannot be hashed (a list, a dict) is not a plain one anyway
-            plain = [False] * len(keys)
-        if not all(plain):
-            rows = [tuple(value if keep else _value(value) for value, keep in zip(row, plain, strict=True))
+            specs = [None] * len(keys)
+        if None in specs:
+            rows = [tuple(value if spec else _value(value) for value, spec in zip(row, specs, strict=True))
                     for row in rows]
+        template = " ".join([head.replace("%", "%%"), *(key.replace("%", "%%") + "=" + (spec or "%s")
+                                                        for key, spec in zip(keys, specs, strict=True))]) + "\n"
         return (template * len(rows)) % tuple(chain.from_iterable(rows))  # one formatting call, in C
 
 
-def _plain_column(column: tuple[Any, ...]) -> bool:
-    """Whether _value shows every value of ``column`` as str() does: numbers always (their types
-    are looked at in C), words when none of the distinct ones needs quotes."""
+def _column_spec(column: tuple[Any, ...]) -> str | None:
+    """How ``many`` formats the values of ``column`` as _value shows each (their types are looked at
+    in C): ``%s`` for ints and for words none of which needs quotes, FLOAT for floats, None otherwise."""
     kinds = set(map(type, column))
-    if kinds <= _NUMBERS:
-        return True
-    return all(_plain(value) for value in set(column))
+    if kinds <= _INT:
+        return "%s"
+    if kinds <= _FLOAT:
+        return FLOAT
+    if kinds <= _STR and all(_plain(value) for value in set(column)):
+        return "%s"
+    return None
 
 
-_NUMBERS = frozenset([int, float])
+FLOAT = "%.6g"  # floats (durations, delays) to six significant digits: 0.000459, 12.5, 3600.12
+_INT, _FLOAT, _STR = frozenset([int]), frozenset([float]), frozenset([str])
 
 
 def _plain(value: Any) -> bool:
-    """Whether _value shows ``value`` as str() does."""
-    kind = type(value)
-    return kind is int or kind is float or (kind is str and value != "" and " " not in value and "\n" not in value)
+    """Whether _value shows the string ``value`` as it is."""
+    return value != "" and " " not in value and "\n" not in value
 
 
 def _value(value: Any) -> str:
-    if type(value) is int or type(value) is float:  # ids, attempts, durations: never quoted
+    if type(value) is int:  # ids, attempts: never quoted
         return str(value)
+    if type(value) is float:  # durations
+        return FLOAT % value
     text = str(value)
     return repr(text) if not text or " " in text or "\n" in text else text
 

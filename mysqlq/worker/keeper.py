@@ -167,7 +167,7 @@ class Keeper:
             assert outcome is not None
             if running.timed_out:  # already recorded as failed at its limit
                 batch.log.warning("job.returned_late", job_id=running.job.id, handler=running.job.handler,
-                                  duration=round(outcome.duration, 6))
+                                  duration=outcome.duration)
                 continue
             self._observe(running.job, outcome)
             if running.job.id in self.cancels.requested:

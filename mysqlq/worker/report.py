@@ -43,7 +43,7 @@ class Report:
             self._done(log, done)
 
     def _done(self, log: Any, done: list[tuple[ClaimedJob, Outcome]]) -> None:
-        rows = [(job.id, job.queue, job.handler, job.attempt, round(outcome.duration, 6)) for job, outcome in done]
+        rows = [(job.id, job.queue, job.handler, job.attempt, outcome.duration) for job, outcome in done]
         logs.log_many(log, "info", "job.done", DONE_KEYS, rows)
         self.done += len(done)
         if self.counting:
@@ -52,7 +52,7 @@ class Report:
 
     def outcome(self, log: Any, job: ClaimedJob, outcome: Outcome) -> None:
         fields = {"job_id": job.id, "queue": job.queue, "handler": job.handler, "attempt": job.attempt,
-                  "duration": round(outcome.duration, 6)}
+                  "duration": outcome.duration}
         self.metrics.outcome(job, outcome)
         if outcome.kind == "done":
             self.done += 1
