@@ -18,6 +18,7 @@ and leaves the raw collapsed stacks in /tmp/mysqlq-bench-profile.txt for flamegr
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import os
 import pathlib
@@ -96,8 +97,21 @@ def worker_cpu(bench: Bench, n: int, level: str, options: list[str], code: str |
     return usage.ru_utime, usage.ru_stime, elapsed, counts, found
 
 
+@functools.cache
+def compiled(folder: str) -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(pathlib.Path(folder) / "mysqlq")],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
 def versions(against: str | None) -> list[tuple[str, str | None]]:
-    """The code to measure, in the order of each run: (label, PYTHONPATH or None for this checkout)."""
+    """The code to measure, in the order of each run: (label, PYTHONPATH or None for this checkout).
+
+    Both are byte-compiled first: a process started with PYTHONDONTWRITEBYTECODE set would
+    otherwise compile a fresh worktree's modules at every start, and its start-up would count
+    that work."""
+    for folder in (against, str(HERE.parent.parent)):
+        if folder:
+            compiled(folder)
     return [("against", against), ("this", None)] if against else [("this", None)]
 
 
