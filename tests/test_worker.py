@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import re
 import signal
 import subprocess
 import time
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from mysqlq import Job
+from mysqlq.store import claims
 
 from .conftest import QueueDB
 
@@ -57,6 +59,50 @@ def test_queues_are_served_in_the_order_given(qdb: QueueDB, claim: str) -> None:
     drain(qdb, "--queue", "high,low", "--batch-size", "2", "--concurrency", "1", "--claim", claim)
     assert [int(record[0]) for record in qdb.records()] == high + low
     assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE queue = 'ignored'") == "ready"
+
+
+def test_a_claim_carries_the_completion_of_the_batch_before_it_and_may_be_repeated(qdb: QueueDB) -> None:
+    """The worker's one query per batch: the ended batch's completion, the claim, the read-back. Sent
+    again (a retry after a lost answer), the completion changes nothing the second time (the worker
+    then asks which of its jobs are done) and the read-back still finds the whole new batch."""
+    with qdb.producer() as producer:
+        ids = [producer.enqueue("test.record") for _ in range(4)]
+    conn = qdb.connect()
+    try:
+        with conn.cursor() as cur:
+            assert claims.claim_update(cur, "default", 111, 0, "w", 60, 2) == 2
+            first = claims.claim_and_fetch(cur, "default", 222, 0, "w", 60, 2, ended=111)
+            again = claims.claim_and_fetch(cur, "default", 222, 0, "w", 60, 2, ended=111)
+            assert claims.completed_ids(cur, 111, ids[:2]) == set(ids[:2])
+    finally:
+        conn.close()
+    assert (first[0], first[1], [job.id for job in first[2]]) == (2, 2, ids[2:])
+    assert (again[0], again[1], [job.id for job in again[2]]) == (0, 0, ids[2:])
+    assert qdb.statuses() == {"done": 2, "running": 2}
+
+
+def test_a_job_taken_over_mid_batch_is_not_written_by_the_completion_that_goes_with_the_next_claim(
+    qdb: QueueDB,
+) -> None:
+    """The batch ends while another is ready, so its completion goes with the next claim: the job whose
+    claim was taken over meanwhile is left to its new holder and logged as lost, the others are done."""
+    with qdb.producer() as producer:
+        first, taken, third = (producer.enqueue("test.sleep", {"seconds": 0.4}) for _ in range(3))
+        later = producer.enqueue("test.record")
+    qdb.worker("--concurrency", "1", "--batch-size", "3", "--no-processlist-check")
+    qdb.wait_for(lambda: [str(first), "1", "start"] in qdb.records(), what="the batch's first job to start")
+    qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, running_batch = 999, worker = 'thief' WHERE id = %s", (taken,))
+    qdb.wait_for(lambda: job_state(qdb, later) == "done", timeout=20, what="the next batch to run")
+    logs = qdb.logs()
+    assert re.search(rf"job\.claim_lost .*job_id={taken}\b", logs)
+    # The ended batch's lines come before the next batch's claim, as they would without the merge.
+    assert logs.index(f"job_id={third} ") < logs.index("batch.claimed", logs.index(f"job_id={first} "))
+    assert [job_state(qdb, job_id) for job_id in (first, taken, third)] == ["done", "running", "done"]
+    assert qdb.scalar("SELECT worker FROM mysqlq_jobs WHERE id = %s", (taken,)) == "thief"
+
+
+def job_state(qdb: QueueDB, job_id: int) -> str:
+    return str(qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,)))
 
 
 def test_a_delayed_job_waits_until_it_is_due(qdb: QueueDB) -> None:

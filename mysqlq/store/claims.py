@@ -50,20 +50,37 @@ def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker:
 
 
 @cache
-def _claim_then_fetch() -> str:
-    return f"{query('claim_batch')};\n{query('fetch_batch')}"
+def _claim_query(ended: bool) -> str:
+    statements = [query("claim_batch"), query("fetch_batch")]
+    if ended:  # the batch that ended goes first, its token under a name of its own beside the new one
+        statements.insert(0, query("complete_batch").replace("%(batch_id)s", "%(ended_batch_id)s"))
+    return ";\n".join(statements)
 
 
 def claim_and_fetch(
-    cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int
-) -> tuple[int, list[ClaimedJob]]:
+    cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int,
+    ended: int | None = None,
+) -> tuple[int | None, int, list[ClaimedJob]]:
     """:func:`claim_update`, then :func:`fetch_batch` (every job of the batch, whatever queue it came
     from), sent as one query: one round trip instead of two (mysqlq's connections take several
-    statements in one query). Safe to repeat as a unit, like the two statements alone: the read-back
-    finds the batch by its token."""
-    claimed = int(cur.execute(_claim_then_fetch(), _claim_params(queue, batch_id, worker_id, worker, lease, limit)))
+    statements in one query). With ``ended``, the :func:`complete_batch` of that batch goes first in
+    the same query. Returns what the completion changed (None without ``ended``), how many jobs the
+    claim took, and the batch read back.
+
+    Safe to repeat as a unit, like the statements alone: the read-back finds the batch by its token,
+    and a completion repeated changes nothing the second time (the caller then asks which of its
+    jobs are done, as after any completion that changed fewer rows than it named)."""
+    params = _claim_params(queue, batch_id, worker_id, worker, lease, limit)
+    completed: int | None = None
+    if ended is None:
+        claimed = int(cur.execute(_claim_query(False), params))
+    else:
+        params["ended_batch_id"] = ended
+        completed = int(cur.execute(_claim_query(True), params))
+        cur.nextset()
+        claimed = int(cur.rowcount)
     cur.nextset()
-    return claimed, list(starmap(ClaimedJob, cur.fetchall()))
+    return completed, claimed, list(starmap(ClaimedJob, cur.fetchall()))
 
 
 def claim_skip_locked(

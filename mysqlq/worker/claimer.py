@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection
-from typing import Any
 
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
@@ -21,38 +20,41 @@ def new_batch_id() -> int:
 
 
 class Claimer:
-    """Claims for one worker: :meth:`claim` returns the batch's token, the jobs that may start, and
-    whether any were set aside for their concurrency key."""
+    """Claims for one worker (see :meth:`claim`)."""
 
-    def __init__(self, settings: Settings, db: Database, limits: Limits, log: Any,
-                 worker_id: Callable[[], int]) -> None:
+    def __init__(self, settings: Settings, db: Database, limits: Limits, worker_id: Callable[[], int]) -> None:
         self.settings = settings
         self.db = db
         self.limits = limits
-        self.log = log
         self.worker_id = worker_id
         self.statement = claims.CLAIMS[settings.claim_strategy]
-        # The update claim of the last queue tried and the read-back go as one query: two round
-        # trips per batch become one.
+        # The update claim of the last queue tried and the read-back go as one query, with the
+        # completion of a batch that ended just before: three round trips per batch become one.
         self.merged = settings.claim_strategy == "update"
         self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
 
-    def claim(self, limit: int, paused: Collection[str]) -> tuple[int, list[ClaimedJob], bool]:
+    def claim(self, limit: int, paused: Collection[str],
+              ended: int | None = None) -> tuple[int, list[ClaimedJob], bool, int | None]:
+        """Claim up to ``limit`` jobs: the batch's token, the jobs that may start, whether any were set
+        aside for their concurrency key, and, given the token of a batch that ``ended`` (all its
+        outcomes plain successes), what its completion changed when it went with the claim (None
+        when it did not: the caller writes it)."""
         settings, statement, worker_id = self.settings, self.statement, self.worker_id()
         batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
         queues = [queue for queue in settings.queues if queue not in paused]
         claimed = 0
+        completed: int | None = None
         jobs: list[ClaimedJob] | None = None  # read back with the last queue's claim, when it can be
         for left, queue in enumerate(queues, 1 - len(queues)):  # left: 0 at the last queue
             room = limit - claimed
             if self.merged and not left:  # the last statement of the claim: read back with it
 
                 def claim_and_fetch(cur: Cursor, queue: str = queue,
-                                    room: int = room) -> tuple[int, list[ClaimedJob]]:
+                                    room: int = room) -> tuple[int | None, int, list[ClaimedJob]]:
                     return claims.claim_and_fetch(cur, queue, batch_id, worker_id, settings.worker_name,
-                                                  settings.lease, room)
+                                                  settings.lease, room, ended)
 
-                jobs = self.db.run(claim_and_fetch)[1]
+                completed, _, jobs = self.db.run(claim_and_fetch)
                 break
 
             def claim(cur: Cursor, queue: str = queue, room: int = room) -> int:
@@ -63,15 +65,14 @@ class Claimer:
                 break
         if jobs is None:
             if not claimed:
-                return batch_id, [], False
+                return batch_id, [], False, completed
             jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
         elif not jobs:
-            return batch_id, [], False
+            return batch_id, [], False, completed
         set_aside = False
         if keyed(jobs):  # admitted, or set aside until their key has a free slot
             admitted = self.limits.admit(batch_id, jobs)
             set_aside, jobs = len(admitted) < len(jobs), admitted
         if len(settings.queues) > 1:  # earlier queues first; within one, (priority, id) as fetched
             jobs.sort(key=lambda job: self._queue_rank.get(job.queue, 0))
-        self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
-        return batch_id, jobs, set_aside
+        return batch_id, jobs, set_aside, completed

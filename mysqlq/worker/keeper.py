@@ -91,6 +91,8 @@ class Keeper:
         self._retry_in: float | None = None
         self._ready_queues: set[str] = set()
         self._yielded = False  # the last dispatch stopped with jobs it could have started
+        # A batch that ended with plain successes only, its completion to go with the next claim.
+        self.ended: Batch | None = None
 
     # ------------------------------------------------------------------ what the worker asks
 
@@ -157,7 +159,7 @@ class Keeper:
             self.dispatch()
         else:
             self.release_stock()
-        self.write(final_only=False)
+        self.write(final_only=False, hold=starting)
 
     def collect(self) -> None:
         for running in self.slots.finished():
@@ -294,17 +296,31 @@ class Keeper:
                 self._release(batch, list(batch.jobs))
                 batch.jobs.clear()
 
-    def write(self, final_only: bool) -> None:
+    def write(self, final_only: bool, hold: bool = False) -> None:
         """Write due outcomes; a batch with nothing left to run is written in full and let go.
-        ``final_only`` is for the exit: whatever is pending is written, finished or not."""
+        ``final_only`` is for the exit: whatever is pending is written, finished or not. ``hold``: a
+        batch that ended with plain successes only is kept as :attr:`ended`, for the claim that
+        follows in this turn to carry its completion (see :meth:`finish`)."""
+        if final_only:
+            self.finish()
         for batch in list(self.batches.values()):
+            if batch is self.ended:
+                continue
             if not batch.jobs and batch.in_flight == 0:
-                self._flush(batch, final=True)
-                del self.batches[batch.batch_id]
-                self.leases.drop(batch.batch_id)
-                self.cancels.let_go(batch.ids)
+                if hold and self.ended is None and batch.buffer.plain:
+                    self.ended = batch
+                    continue
+                self._end(batch)
             elif final_only or batch.buffer.due():
                 self._flush(batch, final=False)
+
+    def finish(self, completed: int | None = None) -> None:
+        """Write the batch held as :attr:`ended`, if any: ``completed`` is what its completion changed
+        when it went with a claim; None writes it now."""
+        batch = self.ended
+        if batch is not None:
+            self.ended = None
+            self._end(batch, completed)
 
     def close(self) -> None:
         self.runner.alarm.off()
@@ -346,10 +362,18 @@ class Keeper:
         self.by_queue.observe(job.queue, outcome.duration)
         self.by_handler.observe(job.handler, outcome.duration)
 
-    def _flush(self, batch: Batch, final: bool) -> None:
+    def _end(self, batch: Batch, completed: int | None = None) -> None:
+        """Write the rest of a batch that has nothing left to run, and let it go."""
+        self._flush(batch, final=True, completed=completed)
+        del self.batches[batch.batch_id]
+        self.leases.drop(batch.batch_id)
+        self.cancels.let_go(batch.ids)
+
+    def _flush(self, batch: Batch, final: bool, completed: int | None = None) -> None:
         """Write a batch's pending outcomes; then give back the concurrency slots of those written
-        (waking whoever serves the queues that gained ready jobs), then log them."""
-        entries, lost = batch.buffer.flush(self.db, final)
+        (waking whoever serves the queues that gained ready jobs), then log them. ``completed``:
+        the final completion went already, with a claim (what it changed)."""
+        entries, lost = batch.buffer.flush(self.db, final, completed)
         retry = batch.buffer.next_retry
         if retry is not None:
             self._retry_in = retry if self._retry_in is None else min(self._retry_in, retry)

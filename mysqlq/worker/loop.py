@@ -68,7 +68,7 @@ class Worker:
         self.maintainer = Maintainer(settings, self.services.db, self.log, self.elector)
         self.services.attach([self.heartbeat, self.maintainer, CancelWatch(self.services.db, self.cancels, self.log)])
         self.lookout = Lookout(settings, self.db, self.elector)
-        self.claimer = Claimer(settings, self.db, self.limits, self.log, lambda: self.heartbeat.worker_id)
+        self.claimer = Claimer(settings, self.db, self.limits, lambda: self.heartbeat.worker_id)
         self._last_status: tuple[int, int] | None = None
         self.stopping = False
         self.listener: hint.Listener | None = None
@@ -199,20 +199,23 @@ class Worker:
         lookout = self.lookout
         ending = self.stopping or keeper.stuck is not None
         keeper.turn(starting=not ending)
-        retry_in, ready = keeper.news()  # what the keeper's writes found
-        if retry_in is not None:
-            lookout.due_in(retry_in)
-        lookout.ready_in(ready)
+        self._hear(keeper)
         ending = self.stopping or keeper.stuck is not None  # the turn may have found a stuck job
         self._report(keeper)
         if ending:
+            keeper.finish()
+            self._hear(keeper)
             if not keeper.slots.waiting_for(time.monotonic()):
                 return False
             lookout.stopping()
             self._wait()
             return True
         lookout.look()
-        if lookout.want_claim and self._claim(keeper):
+        claimed = lookout.want_claim and self._claim(keeper)
+        if keeper.ended is not None:  # no claim took its completion along
+            keeper.finish()
+        self._hear(keeper)
+        if claimed:
             return True
         if self.settings.burst and keeper.empty and not lookout.want_claim:
             drained = lookout.drained()
@@ -220,6 +223,13 @@ class Worker:
                 return not drained
         self._wait()
         return True
+
+    def _hear(self, keeper: Keeper) -> None:
+        """What the keeper's writes found: a retry coming due, queues that gained ready jobs."""
+        retry_in, ready = keeper.news()
+        if retry_in is not None:
+            self.lookout.due_in(retry_in)
+        self.lookout.ready_in(ready)
 
     def _claim(self, keeper: Keeper) -> bool:
         """Claim what the slots can start soon (mysqlq.worker.claimsize); True when jobs came."""
@@ -230,7 +240,13 @@ class Worker:
         limit = claim_limit(settings.concurrency, len(keeper.slots.free), keeper.stock, average, settings.batch_size)
         if not limit:
             return False
-        batch_id, jobs, set_aside = self.claimer.claim(limit, lookout.paused)
+        ended = keeper.ended
+        batch_id, jobs, set_aside, completed = self.claimer.claim(limit, lookout.paused,
+                                                                  ended.batch_id if ended else None)
+        if completed is not None:
+            keeper.finish(completed)  # its lines first: that batch ended before this one was claimed
+        if jobs or set_aside:
+            self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
         lookout.claimed(full=len(jobs) >= limit, set_aside=set_aside, found=bool(jobs) or set_aside)
         if not jobs:
             return False

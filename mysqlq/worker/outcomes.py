@@ -74,12 +74,20 @@ class OutcomeBuffer:
     def due(self, now: float | None = None) -> bool:
         return (time.monotonic() if now is None else now) >= self.due_at
 
-    def flush(self, db: Database, final: bool = False) -> tuple[list[tuple[ClaimedJob, Outcome]], set[int]]:
+    @property
+    def plain(self) -> bool:
+        """Successes without results are pending, and nothing else: at the batch's end they are
+        written by its completion alone (``claims.complete_batch``)."""
+        return bool(self.done) and not self.with_result and not self.failed
+
+    def flush(self, db: Database, final: bool = False,
+              completed: int | None = None) -> tuple[list[tuple[ClaimedJob, Outcome]], set[int]]:
         """Write everything pending; returns the outcomes added since the last flush (in order) and
         the ids among them whose claim had been taken over (nothing was written for those).
 
         ``final``: every other job of the batch has been written, failed or released already, so
         the successes are exactly the batch's rows still running: one cheaper statement, no id list.
+        ``completed``: that statement went already (with the next claim); what it changed.
         """
         done, with_result, failed, entries = self.done, self.with_result, self.failed, self.written
         self.done, self.with_result, self.failed, self.written = [], [], [], []
@@ -103,7 +111,8 @@ class OutcomeBuffer:
                 parents_dead[job.id] = error
         if done:
             if final:
-                count = db.run(lambda cur: claims.complete_batch(cur, self.batch_id))
+                count = completed if completed is not None else db.run(
+                    lambda cur: claims.complete_batch(cur, self.batch_id))
             else:
                 count = db.run(lambda cur: claims.complete(cur, self.batch_id, done))
             if count < len(done):
