@@ -132,11 +132,25 @@ class Statements:
 
     def __init__(self, given: dict[str, str]) -> None:
         self.claim, self.fetch, self.ack, self.waiting = given["claim"], given["fetch"], given["ack"], given["waiting"]
+        # The worker's queries: the first claim with its read-back, then each later one after the
+        # ack of the batch before it (None: the three statements one by one).
+        self.first, self.next = given.get("first"), given.get("next")
         self.fixed = {"worker_id": os.getpid(), "worker": f"ceiling:{os.getpid()}", "lease_us": 60_000_000,
                       "queue": "default"}
 
     def claim_fn(self, cur: Any, batch_id: int, limit: int) -> int:
         return int(cur.execute(self.claim, {**self.fixed, "batch_id": batch_id, "limit": limit}))
+
+    def claim_and_fetch(self, cur: Any, batch_id: int, limit: int, ended: int | None) -> list[Any]:
+        """One query, as the worker sends it: the ended batch's ack (if any), the claim, the read-back."""
+        params: dict[str, Any] = {**self.fixed, "batch_id": batch_id, "limit": limit}
+        if ended is None:
+            cur.execute(self.first, params)
+        else:
+            cur.execute(self.next, {**params, "ended_batch_id": ended})
+            cur.nextset()
+        cur.nextset()
+        return list(cur.fetchall())
 
 
 def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: str | None = None,
@@ -153,6 +167,10 @@ def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: st
     if statements is not None:
         claim_fn, fetch, ack = statements.claim_fn, statements.fetch, statements.ack
     base = os.getpid() << 32  # unique per drainer; the table is fresh per run
+    if statements is not None and statements.first and statements.next:
+        result = _drain_merged(db, batch, statements, base)
+        db.close()
+        return result
     jobs, first, last = 0, None, None
     with db.cursor() as cur:
         for sequence in range(1, 1 << 31):
@@ -169,6 +187,25 @@ def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: st
             jobs += len(rows)
             last = time.time()
     db.close()
+    return {"jobs": jobs, "first": first, "last": last, "deadlocks": deadlocks}
+
+
+def _drain_merged(db: Any, batch: int, statements: Statements, base: int) -> dict[str, Any]:
+    """The loop of :func:`drain` in the worker's queries: one round trip per batch."""
+    jobs, first, last, ended = 0, None, None, None
+    with db.cursor() as cur:
+        for sequence in range(1, 1 << 31):
+            batch_id = base + sequence
+            claimed_at = time.time()
+            rows = _retrying(cur, statements.claim_and_fetch, batch_id, batch, ended)
+            ended = None  # acked by the query above
+            if not rows:
+                break
+            if first is None:
+                first = claimed_at
+            jobs += len(rows)
+            ended = batch_id  # acked by the next query, the last one (which finds nothing) included
+            last = time.time()
     return {"jobs": jobs, "first": first, "last": last, "deadlocks": deadlocks}
 
 

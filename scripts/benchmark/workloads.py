@@ -59,7 +59,7 @@ from benchmark.common import (
 )
 from benchmark.producer import paced
 from mysqlq.producer.enqueue import BULK_CHUNK
-from mysqlq.store import schema
+from mysqlq.store import claims, schema
 from mysqlq.store.db import Database
 from mysqlq.store.sql import query
 
@@ -167,15 +167,19 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
 
 
 def ceiling_statements() -> str:
-    """mysqlq's own claim, read-back and batch ack, for bare.py's ``--statements`` (the W1 ceiling)."""
+    """mysqlq's own claim, read-back and batch ack, for bare.py's ``--statements`` (the W1 ceiling),
+    and the queries the worker sends them in (one per batch: the ended batch's ack, the claim, the
+    read-back)."""
     return json.dumps({"claim": query("claim_batch"), "fetch": query("fetch_batch"), "ack": query("complete_batch"),
+                       "first": claims.claim_query(False), "next": claims.claim_query(True),
                        "waiting": "SELECT 1 FROM mysqlq_jobs WHERE ready_queue = 'default' LIMIT 1"})
 
 
 def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = DEFAULTS.batch_size, claim: str = "update",
                isolation: str | None = None, ceiling: bool = False) -> Drain:
     """The bare-SQL reference loop: K processes of bare.py on a fresh job_queue table. With ``ceiling``,
-    the same loop runs mysqlq's own three statements on a fresh mysqlq_jobs: what the schema allows
+    the same loop runs mysqlq's own statements on a fresh mysqlq_jobs, in the worker's queries (one per
+    batch: the ended batch's ack, the claim, the read-back): what the schema allows
     with nothing around the statements (no checks, no outcomes kept, no logs, no start-up)."""
     dsn = bench.fresh(name, migrate=ceiling)
     conn = bench.connect(dsn)
