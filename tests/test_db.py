@@ -105,3 +105,24 @@ def test_a_single_enqueue_reopens_a_lost_connection_and_answers_the_dedupe_holde
         assert producer.enqueue("test.record", {"n": 3}, dedupe_key="k") == first
     assert second > first
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 2
+
+
+def test_connections_take_one_statement_per_query_unless_asked(qdb: QueueDB) -> None:
+    """The driver would take several statements per query on every connection; mysqlq's take one
+    (a ``;`` smuggled into SQL runs nothing more), except the worker's own, which asks."""
+
+    def stacked(cur: Cursor) -> list[tuple[int, ...]]:
+        cur.execute("SELECT 1; SELECT 2")
+        rows = list(cur.fetchall())
+        while cur.nextset():
+            rows += cur.fetchall()
+        return rows
+
+    plain, worker = Database(Dsn.parse(qdb.dsn)), Database(Dsn.parse(qdb.dsn), multi_statements=True)
+    try:
+        with pytest.raises(MySQLdb.ProgrammingError):
+            plain.run(stacked)
+        assert worker.run(stacked) == [(1,), (2,)]
+    finally:
+        plain.close()
+        worker.close()

@@ -167,6 +167,20 @@ def test_a_transactional_handler_commits_its_effect_with_the_completion(qdb: Que
     assert job_status(qdb, ok) == "done" and job_status(qdb, failing) == "dead"
 
 
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_a_transactional_handler_gets_a_connection_that_takes_one_statement_per_query(
+    qdb: QueueDB, concurrency: str
+) -> None:
+    """The worker's own connection sends a claim and its read-back as one query; the connection a
+    handler gets (on the main thread or in a slot) refuses that, so a ``;`` smuggled into the
+    handler's SQL cannot run a second statement."""
+    with qdb.producer() as producer:
+        job_id = producer.enqueue("test.stacked")
+    assert qdb.worker("--burst", "--concurrency", concurrency).wait(timeout=60) == 0
+    assert qdb.records() == [[str(job_id), "refused"]]
+    assert job_status(qdb, job_id) == "done"
+
+
 def test_a_transactional_handler_that_lost_its_claim_rolls_its_effect_back(qdb: QueueDB) -> None:
     make_effects_table(qdb)
     with qdb.producer() as producer:

@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from mysqlq import Job
+from mysqlq import Dsn, Job
 from mysqlq.store import claims
+from mysqlq.store.db import connect
 
 from .conftest import QueueDB
 
@@ -67,7 +68,7 @@ def test_a_claim_carries_the_completion_of_the_batch_before_it_and_may_be_repeat
     then asks which of its jobs are done) and the read-back still finds the whole new batch."""
     with qdb.producer() as producer:
         ids = [producer.enqueue("test.record") for _ in range(4)]
-    conn = qdb.connect()
+    conn = connect(Dsn.parse(qdb.dsn), multi_statements=True)  # as the worker's own
     try:
         with conn.cursor() as cur:
             assert claims.claim_update(cur, "default", 111, 0, "w", 60, 2) == 2

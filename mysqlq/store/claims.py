@@ -50,7 +50,9 @@ def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker:
 
 
 @cache
-def _claim_query(ended: bool) -> str:
+def claim_query(ended: bool) -> str:
+    """The query of :func:`claim_and_fetch`: the claim and the read-back, after the completion of
+    the batch that ``ended``."""
     statements = [query("claim_batch"), query("fetch_batch")]
     if ended:  # the batch that ended goes first, its token under a name of its own beside the new one
         statements.insert(0, query("complete_batch").replace("%(batch_id)s", "%(ended_batch_id)s"))
@@ -62,10 +64,11 @@ def claim_and_fetch(
     ended: int | None = None,
 ) -> tuple[int | None, int, list[ClaimedJob]]:
     """:func:`claim_update`, then :func:`fetch_batch` (every job of the batch, whatever queue it came
-    from), sent as one query: one round trip instead of two (mysqlq's connections take several
-    statements in one query). With ``ended``, the :func:`complete_batch` of that batch goes first in
-    the same query. Returns what the completion changed (None without ``ended``), how many jobs the
-    claim took, and the batch read back.
+    from), sent as one query: one round trip instead of two, on a connection that takes several
+    statements in one query (``connect(multi_statements=True)``: the worker's own). With ``ended``,
+    the :func:`complete_batch` of that batch goes first in the same query. Returns what the
+    completion changed (None without ``ended``), how many jobs the claim took, and the batch read
+    back.
 
     Safe to repeat as a unit, like the statements alone: the read-back finds the batch by its token,
     and a completion repeated changes nothing the second time (the caller then asks which of its
@@ -73,10 +76,10 @@ def claim_and_fetch(
     params = _claim_params(queue, batch_id, worker_id, worker, lease, limit)
     completed: int | None = None
     if ended is None:
-        claimed = int(cur.execute(_claim_query(False), params))
+        claimed = int(cur.execute(claim_query(False), params))
     else:
         params["ended_batch_id"] = ended
-        completed = int(cur.execute(_claim_query(True), params))
+        completed = int(cur.execute(claim_query(True), params))
         cur.nextset()
         claimed = int(cur.rowcount)
     cur.nextset()

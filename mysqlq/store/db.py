@@ -83,9 +83,14 @@ def transaction(conn: Connection) -> Iterator[Connection]:
 
 
 def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10,
-            use_database: bool = True) -> Connection:
+            use_database: bool = True, multi_statements: bool = False) -> Connection:
     """Open an autocommit connection in UTC, translating refusals into one-line errors
     (``use_database=False``: to the server only, e.g. to create the DSN's database).
+
+    The connection takes one statement per query (the driver's default would take several, so that
+    a ``;`` smuggled into an application's SQL could run a second statement), except with
+    ``multi_statements``: the worker's own connection, which sends only mysqlq's statements and
+    claims a batch, reads it back and completes the one before in one query.
 
     With several hosts, the first that accepts and takes writes is used: a server with ``read_only``
     or ``super_read_only`` ON (a replica, a Group Replication secondary or a member not ONLINE) and a
@@ -96,7 +101,7 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
     for host, port in addresses:
         timeout = connect_timeout if len(addresses) == 1 else min(connect_timeout, FAILOVER_CONNECT_TIMEOUT)
         try:
-            conn = _connect_one(dsn, host, port, timeout, use_database)
+            conn = _connect_one(dsn, host, port, timeout, use_database, multi_statements)
         except DatabaseUnavailable as exc:
             if not exc.transient:
                 raise
@@ -119,7 +124,8 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
     raise failure
 
 
-def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_database: bool) -> Connection:
+def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_database: bool,
+                 multi_statements: bool = False) -> Connection:
     kwargs: dict[str, Any] = {
         "user": dsn.user,
         "passwd": dsn.password,
@@ -130,8 +136,7 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_datab
         "autocommit": True,
         "connect_timeout": connect_timeout,
         "init_command": "SET time_zone = '+00:00'",
-        # The driver's default, relied on: a worker claims a batch and reads it back in one query.
-        "multi_statements": True,
+        "multi_statements": multi_statements,
     }
     if use_database:
         kwargs["database"] = dsn.database
@@ -221,9 +226,11 @@ class Database:
         on_connect: Callable[[Connection], None] | None = None,
         on_pause: Callable[[], None] | None = None,
         stop_requested: Callable[[], float | None] | None = None,
+        multi_statements: bool = False,
     ) -> None:
         self.dsn = dsn
         self.isolation = isolation
+        self.multi_statements = multi_statements  # see connect()
         self.retry = retry
         self.on_connect = on_connect
         self.on_pause = on_pause  # called while waiting to retry (a worker keeps its watchdog fed)
@@ -235,7 +242,7 @@ class Database:
     def conn(self) -> Connection:
         """The open connection, connecting (once, no retry) if there is none."""
         if self._conn is None:
-            self._conn = connect(self.dsn, isolation=self.isolation)
+            self._conn = connect(self.dsn, isolation=self.isolation, multi_statements=self.multi_statements)
             if self.on_connect is not None:
                 self.on_connect(self._conn)
         return self._conn

@@ -30,7 +30,7 @@ class Claimer:
         self.statement = claims.CLAIMS[settings.claim_strategy]
         # The update claim of the last queue tried and the read-back go as one query, with the
         # completion of a batch that ended just before: three round trips per batch become one.
-        self.merged = settings.claim_strategy == "update"
+        self.merged = settings.claim_strategy == "update" and db.multi_statements
         self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
 
     def claim(self, limit: int, paused: Collection[str],

@@ -79,6 +79,9 @@ class Keeper:
         self.notifier = notifier
         self.wake = wake  # tells other workers that queues gained ready jobs
         self.slots = Slots(settings.concurrency, settings, runner)
+        # The connection of a transactional handler run on this thread: not the worker's own, which
+        # takes several statements in one query (a handler's SQL never gets one that does).
+        self.handler_db = Database(settings.dsn, isolation=settings.isolation)
         self.slots.doubtful = leases.doubtful
         alarm = runner.alarm
         notifier.job_deadline = lambda: alarm.deadline  # the keep-alive thread feeds the watchdog meanwhile
@@ -325,6 +328,7 @@ class Keeper:
     def close(self) -> None:
         self.runner.alarm.off()
         self.slots.close()
+        self.handler_db.close()
         self.runner.read_parents.close()
 
     # ------------------------------------------------------------------ helpers
@@ -335,7 +339,7 @@ class Keeper:
         job = prepared.job
         conn: Connection | None = None
         try:
-            conn = self.db.conn if prepared.transactional else None
+            conn = self.handler_db.conn if prepared.transactional else None
         except (DatabaseUnavailable, MySQLdb.Error) as exc:
             outcome = Outcome("release", 0.0, describe(exc))
         else:
@@ -345,7 +349,7 @@ class Keeper:
         if job.id in self.cancels.requested:
             outcome = cancelled(outcome)
         elif outcome.kind == "release":
-            self.db.close()  # the next statement reconnects, waiting for the server if need be
+            self.handler_db.close()  # the next transactional job reconnects
             self._interrupted(batch, job, outcome)
             return False
         batch.buffer.add(job, outcome)

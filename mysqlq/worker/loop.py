@@ -49,7 +49,9 @@ class Worker:
         self.settings = settings
         self.log = logs.get_logger("mysqlq.worker").bind(worker=settings.worker_name)
         self.stop_requested_at: float | None = None
-        self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER,
+        # Its own statements only (a transactional handler gets another connection): it may send several
+        # in one query.
+        self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER, multi_statements=True,
                            on_pause=self._paused, stop_requested=lambda: self.stop_requested_at)
         self.notifier = Notifier()
         self.metrics = worker_metrics.start(settings)  # per-worker metrics (--metrics-port); a no-op when off

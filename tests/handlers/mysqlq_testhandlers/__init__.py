@@ -67,6 +67,21 @@ def effect(payload: Any, ctx: mysqlq.JobContext) -> None:
         raise RuntimeError("effect handler failed after writing")
 
 
+@mysqlq.handler(transactional=True)
+def stacked(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Send two statements in one query on the job's connection: record whether the server took them."""
+    assert ctx.conn is not None
+    with ctx.conn.cursor() as cur:
+        try:
+            cur.execute("SELECT 1; SELECT 2")
+            while cur.nextset():
+                pass
+            verdict = "accepted"
+        except Exception:  # a syntax error: the connection takes one statement per query
+            verdict = "refused"
+    _append(f"{ctx.job_id} {verdict}")
+
+
 def span(payload: Any, ctx: mysqlq.JobContext) -> None:
     """Record ``job_id span start end`` (monotonic) around a sleep, to see how runs overlap."""
     start = time.monotonic()
