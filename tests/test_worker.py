@@ -7,12 +7,18 @@ import re
 import signal
 import subprocess
 import time
+from typing import Any
 
+import MySQLdb
 import pytest
 
 from mysqlq import Dsn, Job
+from mysqlq.core import logs
+from mysqlq.core.handlers import Registry
 from mysqlq.store import claims
-from mysqlq.store.db import connect
+from mysqlq.store.db import Cursor, Database, RetryPolicy, connect
+from mysqlq.worker.claimer import Claimer
+from mysqlq.worker.limits import Limits
 
 from .conftest import QueueDB
 
@@ -80,6 +86,33 @@ def test_a_claim_carries_the_completion_of_the_batch_before_it_and_may_be_repeat
     assert (first[0], first[1], [job.id for job in first[2]]) == (2, 2, ids[2:])
     assert (again[0], again[1], [job.id for job in again[2]]) == (0, 0, ids[2:])
     assert qdb.statuses() == {"done": 2, "running": 2}
+
+
+@pytest.mark.parametrize("claim", ["update", "skip-locked"])
+def test_a_claim_whose_answer_was_lost_is_read_back_by_its_token(qdb: QueueDB, claim: str) -> None:
+    """The claim commits, the connection drops before the answer, and the retried claim finds nothing
+    left to take: the jobs the first attempt claimed are read back (not left to lapse with their lease)."""
+    with qdb.producer() as producer:
+        ids = [producer.enqueue("test.record") for _ in range(3)]
+    db = Database(Dsn.parse(qdb.dsn), retry=RetryPolicy(attempts=3, first_delay=0.01), multi_statements=True)
+    # Two queues: the first one's claim goes alone (with `update`, the last one's carries the read-back).
+    claimer = Claimer(qdb.settings(claim_strategy=claim, queues=("default", "empty")), db,
+                      Limits(Registry(), db, logs.get_logger("test")), lambda: 0)
+    real, lost = claimer.statement, []
+
+    def answer_lost(cur: Cursor, *args: Any) -> int:
+        claimed = real(cur, *args)
+        if claimed and not lost:
+            lost.append(claimed)
+            raise MySQLdb.OperationalError(2013, "Lost connection to server during query")
+        return claimed
+
+    claimer.statement = answer_lost
+    try:
+        _, jobs, _, _ = claimer.claim(10, paused=())
+    finally:
+        db.close()
+    assert lost == [3] and [job.id for job in jobs] == ids
 
 
 def test_a_job_taken_over_mid_batch_is_not_written_by_the_completion_that_goes_with_the_next_claim(

@@ -237,6 +237,9 @@ class Database:
         # The monotonic time a stop was requested, or None: a worker's retries end soon after it.
         self.stop_requested = stop_requested
         self._conn: Connection | None = None
+        # Units of work retried after a failure, ever: a caller that sees it grow knows that a
+        # statement of its own may have taken effect without an answer.
+        self.retried = 0
 
     @property
     def conn(self) -> Connection:
@@ -284,6 +287,7 @@ class Database:
         return self.retry.attempts is not None and attempt >= self.retry.attempts
 
     def _pause(self, exc: BaseException, attempt: int, failing_since: float) -> None:
+        self.retried += 1
         delay = self.retry.delay(attempt)
         log.warning("db.retry", error=str(exc), attempt=attempt, delay=round(delay, 3))
         if self.on_pause is not None:

@@ -41,6 +41,7 @@ class Claimer:
         when it did not: the caller writes it)."""
         settings, statement, worker_id = self.settings, self.statement, self.worker_id()
         batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
+        retried = self.db.retried
         queues = [queue for queue in settings.queues if queue not in paused]
         claimed = 0
         completed: int | None = None
@@ -64,10 +65,12 @@ class Claimer:
             if claimed >= limit:
                 break
         if jobs is None:
-            if not claimed:
+            # Nothing claimed, and no statement retried: nothing to read back. After a retry, a claim
+            # may have taken effect although its answer was lost: its jobs are read back by the token.
+            if not claimed and self.db.retried == retried:
                 return batch_id, [], False, completed
             jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
-        elif not jobs:
+        if not jobs:
             return batch_id, [], False, completed
         set_aside = False
         if keyed(jobs):  # admitted, or set aside until their key has a free slot
