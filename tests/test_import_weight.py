@@ -1,6 +1,6 @@
 """What importing mysqlq brings into a process: an application that only enqueues, and CLI commands
 other than ``worker``, load neither the worker, the leader's modules nor ``importlib.metadata``
-(read only when a handler is looked up)."""
+(read only when a handler is looked up); and structlog only once the CLI configures logging."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("mysqlq.worker.loop", "mysqlq.leader.maintainer", "importlib.metadata")
+HEAVY = ("mysqlq.worker.loop", "mysqlq.leader.maintainer", "importlib.metadata", "structlog")
 
 
 def loaded_after(statement: str) -> set[str]:
@@ -21,6 +21,12 @@ def test_import_mysqlq_loads_no_worker_and_no_entry_points() -> None:
     loaded = loaded_after("import mysqlq\nfrom mysqlq import JobContext, Producer, handler")
     assert "mysqlq.producer.enqueue" in loaded  # the check sees what was imported
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_structlog_comes_only_with_the_clis_logging() -> None:
+    as_library = "import mysqlq\nfrom mysqlq.core import logs\nlogs.get_logger('mysqlq.x').warning('x.y', n=1)"
+    assert "structlog" not in loaded_after(as_library)  # a record of the logging module, without it
+    assert "structlog" in loaded_after(f"{as_library}\nlogs.configure('console')")
 
 
 def test_the_cli_loads_the_worker_only_for_the_worker_command() -> None:

@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from itertools import chain
 from typing import Any, TextIO
 
-import structlog
-
 FORMATS = ("auto", "console", "json", "journal")
 # LogRecord's own attributes: a field of the same name is passed on with a trailing underscore.
 _RECORD_KEYS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
@@ -40,18 +38,50 @@ def _to_record(logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> 
     return {"msg": f"{event} {fields}".rstrip(), "extra": extra, "exc_info": exc_info}
 
 
-def _library_logger(name: str) -> Any:
-    return structlog.wrap_logger(
-        logging.getLogger(name),
-        processors=[structlog.stdlib.filter_by_level, _to_record],
-        wrapper_class=structlog.stdlib.BoundLogger,
-        context_class=dict,
-        cache_logger_on_first_use=True,
-    )
+def _structlog() -> Any:
+    """structlog, imported once the CLI configures logging: an application that imports mysqlq as a
+    library never needs it (its events become ``logging`` records without it), and the import is
+    about half of ``import mysqlq``'s time."""
+    import structlog
+
+    return structlog
+
+
+class _Records:
+    """A library logger's events as records of the standard ``logging`` module (see :func:`_to_record`),
+    until the CLI configures logging."""
+
+    __slots__ = ("_context", "_logger")
+
+    def __init__(self, name: str, context: dict[str, Any]) -> None:
+        self._logger = logging.getLogger(name)
+        self._context = context
+
+    def _emit(self, level: int, event: str, fields: dict[str, Any], exc_info: bool = False) -> None:
+        if self._logger.isEnabledFor(level):
+            record = _to_record(None, "", {"event": event, **self._context, **fields})
+            # stacklevel: the record names the line of mysqlq that logged (through Logger's method).
+            self._logger.log(level, record["msg"], extra=record["extra"], exc_info=record["exc_info"] or exc_info,
+                             stacklevel=4)
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._emit(logging.DEBUG, event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._emit(logging.INFO, event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._emit(logging.WARNING, event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._emit(logging.ERROR, event, fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        self._emit(logging.ERROR, event, fields, exc_info=True)
 
 
 class Logger:
-    """A structlog logger that settles, at first use, on the CLI's configuration or on the standard
+    """A logger that settles, at first use, on structlog as the CLI configured it or on the standard
     ``logging`` module (see the module's docstring); ``bind`` adds fields as structlog's does."""
 
     __slots__ = ("_context", "_generation", "_logger", "_name")
@@ -64,8 +94,11 @@ class Logger:
 
     def _resolve(self) -> Any:
         if self._generation != _generation:
-            base = structlog.get_logger(self._name) if _configured else _library_logger(self._name)
-            self._logger = base.bind(**self._context) if self._context else base
+            if _configured:
+                base = _structlog().get_logger(self._name)
+                self._logger = base.bind(**self._context) if self._context else base
+            else:
+                self._logger = _Records(self._name, self._context)
             self._generation = _generation
         return self._logger
 
@@ -74,7 +107,7 @@ class Logger:
         worker binds one per batch and logs every job through it, so no proxy stands in the way)."""
         context = {**self._context, **fields}
         if _configured:
-            return structlog.get_logger(self._name).bind(**context)
+            return _structlog().get_logger(self._name).bind(**context)
         return Logger(self._name, context)
 
     def debug(self, event: str, **fields: Any) -> Any:
@@ -225,7 +258,7 @@ def log_many(log: Any, level: str, event: str, keys: Sequence[str], rows: Iterab
             method(event, **dict(zip(keys, row, strict=True)))
         return
     if LEVELS[level.upper()] >= _threshold:
-        many(level, event, structlog.get_context(log), keys, rows)
+        many(level, event, _structlog().get_context(log), keys, rows)
 
 
 def flush() -> None:
@@ -273,6 +306,7 @@ def configure(fmt: str = "auto", level: str = "info") -> str:
     """Configure structlog for the whole process (the CLI owns it); returns the format chosen for ``auto``."""
     if fmt == "auto":
         fmt = "journal" if stderr_is_journal() else "console"
+    structlog = _structlog()
     numeric = LEVELS[level.upper()]
     processors: list[Any] = [structlog.processors.add_log_level]
     global _many, _threshold
