@@ -28,9 +28,9 @@ _generation = 0  # bumped by configure(): loggers made before it resolve again
 _configured = False
 
 
-def _to_record(logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
-    """The last library processor: ``event key=value …`` as the message, the fields as the record's
-    attributes (``record.job_id``), the traceback as ``exc_info``."""
+def _to_record(event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
+    """A library event as a record's parts: ``event key=value …`` as the message, the fields as the
+    record's attributes (``record.job_id``), the traceback as ``exc_info``."""
     event = str(event_dict.pop("event", ""))
     exc_info = event_dict.pop("exc_info", None)
     fields = " ".join(f"{key}={_value(value)}" for key, value in event_dict.items())
@@ -59,7 +59,7 @@ class _Records:
 
     def _emit(self, level: int, event: str, fields: dict[str, Any], exc_info: bool = False) -> None:
         if self._logger.isEnabledFor(level):
-            record = _to_record(None, "", {"event": event, **self._context, **fields})
+            record = _to_record({"event": event, **self._context, **fields})
             # stacklevel: the record names the line of mysqlq that logged (through Logger's method).
             self._logger.log(level, record["msg"], extra=record["extra"], exc_info=record["exc_info"] or exc_info,
                              stacklevel=4)
