@@ -6,14 +6,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mysqlq import hint
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
 from mysqlq.core.jobs import Job, JobState, job_row
 from mysqlq.producer import workflows
-from mysqlq.producer.aio import AsyncTransaction, atransaction
 from mysqlq.producer.offload import Offload
 from mysqlq.producer.outbox import Transaction
 from mysqlq.producer.pool import Pool
@@ -21,6 +20,9 @@ from mysqlq.producer.workflows import Group
 from mysqlq.store import jobs as store
 from mysqlq.store.db import CLI_RETRY, Connection, Cursor, Database, transaction
 from mysqlq.store.schema import check_schema
+
+if TYPE_CHECKING:
+    from mysqlq.producer.aio import AsyncTransaction
 
 T = TypeVar("T")
 BULK_CHUNK = 1000  # jobs per INSERT of enqueue_many, at most
@@ -229,6 +231,8 @@ class Producer:
     def atransaction(self) -> AbstractAsyncContextManager[AsyncTransaction]:
         """``async with producer.atransaction() as tx``: ``await tx.aenqueue(…)`` and ``await tx.run(fn)``
         (your statements, ``fn(cursor)``) commit together when the block ends, or roll back."""
+        from mysqlq.producer.aio import atransaction  # asyncio's import, for async callers only
+
         return atransaction(self.pool, self.settings, self.offload, self.hints)
 
     def close(self) -> None:

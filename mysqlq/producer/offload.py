@@ -7,14 +7,16 @@ costing it nothing), so a thread never waits for a connection that an awaiting t
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -36,6 +38,8 @@ class Offload:
             return self._executor
 
     def _gate(self) -> asyncio.Semaphore:
+        import asyncio  # loaded already: only async callers come here
+
         loop = asyncio.get_running_loop()
         gate = self._gates.get(loop)
         if gate is None:
@@ -49,6 +53,8 @@ class Offload:
 
     async def on_thread(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """The same, for a caller that already holds a place (an open transaction)."""
+        import asyncio
+
         return await asyncio.get_running_loop().run_in_executor(self._threads(), partial(func, *args, **kwargs))
 
     @asynccontextmanager

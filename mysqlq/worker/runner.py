@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import signal
 import threading
@@ -10,7 +9,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout, ResultNotStored
@@ -22,6 +21,9 @@ from mysqlq.worker.cancels import Cancels
 from mysqlq.worker.context import JobContext
 from mysqlq.worker.outcomes import Outcome
 from mysqlq.worker.parents import ParentsReader
+
+if TYPE_CHECKING:
+    import asyncio
 
 # What a handler may raise that still only fails its job: sys.exit() and KeyboardInterrupt raised
 # by the handler itself. A real SIGINT never raises (the worker's signal handler only records it).
@@ -216,6 +218,8 @@ class Runner:
 
     async def run_async(self, prepared: Prepared, batch_id: int, conn: Connection | None) -> Outcome:
         """Await an ``async def`` handler, cancelled at its time limit (or when its job is cancelled)."""
+        import asyncio  # loaded already: this runs on an event loop
+
         ctx = self.context(prepared, conn)
         task, loop = asyncio.current_task(), asyncio.get_running_loop()
         if task is not None:

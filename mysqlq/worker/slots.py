@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 import os
@@ -12,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 import MySQLdb
 
@@ -21,6 +21,9 @@ from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store.db import Connection, Database
 from mysqlq.worker.outcomes import Outcome
 from mysqlq.worker.runner import Prepared, Runner, describe
+
+if TYPE_CHECKING:
+    import asyncio
 
 STUCK_GRACE = 2.0  # seconds past its limit after which a job that has not returned counts as stuck
 
@@ -77,6 +80,8 @@ class Slots:
         running = Running(job, batch_id, slot, prepared, time.monotonic() + prepared.limit)
         self.running[slot] = running
         if prepared.is_async:
+            import asyncio  # only where async handlers run
+
             future = asyncio.run_coroutine_threadsafe(self._run_async(running), self._event_loop())
             future.add_done_callback(partial(self._finished_coroutine, running))
         else:
@@ -208,6 +213,8 @@ class Slots:
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
+            import asyncio
+
             loop = asyncio.new_event_loop()
             ready = threading.Event()
 
