@@ -1,6 +1,7 @@
 """What importing mysqlq brings into a process: an application that only enqueues, and CLI commands
 other than ``worker``, load neither the worker, the leader's modules nor ``importlib.metadata``
-(read only when a handler is looked up); and structlog only once the CLI configures logging."""
+(read only when a handler is looked up); and neither structlog nor asyncio until a handler uses ``ctx.log``
+or async code runs."""
 
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ def test_import_mysqlq_loads_no_worker_and_no_entry_points() -> None:
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
-def test_structlog_comes_only_with_the_clis_logging() -> None:
-    as_library = "import mysqlq\nfrom mysqlq.core import logs\nlogs.get_logger('mysqlq.x').warning('x.y', n=1)"
-    assert "structlog" not in loaded_after(as_library)  # a record of the logging module, without it
-    assert "structlog" in loaded_after(f"{as_library}\nlogs.configure('console')")
+def test_structlog_and_asyncio_come_only_with_a_handlers_log_or_async_code() -> None:
+    as_library = "import mysqlq\nfrom mysqlq.core import logs\nlog = logs.get_logger('mysqlq.x')\nlog.warning('x.y')"
+    assert not loaded_after(as_library) & {"structlog", "asyncio"}  # a record of the logging module
+    as_worker = f"{as_library}\nimport mysqlq.worker.loop\nlogs.configure('console')\nlog.bind(a=1).info('x.z')"
+    assert "mysqlq.worker.loop" in loaded_after(as_worker)
+    assert not loaded_after(as_worker) & {"structlog", "asyncio"}  # the CLI's own lines
+    assert "structlog" in loaded_after(f"{as_worker}\nlogs.for_handler(log.bind(a=1), job_id=1).info('x.h')")
 
 
 def test_the_cli_loads_the_worker_only_for_the_worker_command() -> None:

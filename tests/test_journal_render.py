@@ -10,12 +10,11 @@ import pytest
 import structlog
 
 from mysqlq.core import logs
-from mysqlq.core.journal import JournalRenderer, field_name
+from mysqlq.core.journal import entry, field_name
 
 
 def render(level: str, **event: object) -> dict[str, str]:
-    (lines, kwargs) = JournalRenderer()(None, level, {"level": level, **event})
-    assert kwargs == {}
+    lines = entry(level, dict(event))
     fields = [line.split("=", 1) for line in lines]
     names = [name for name, _ in fields]
     assert len(names) == len(set(names)), names  # never two values for one field
@@ -62,13 +61,17 @@ def test_a_traceback_follows_the_message_and_has_a_field() -> None:
     assert fields["EXCEPTION"].startswith("Traceback")
 
 
-def test_configured_journal_logging_sends_one_entry_per_event(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("whose", ["mysqlq's", "a handler's"])
+def test_configured_journal_logging_sends_one_entry_per_event(monkeypatch: pytest.MonkeyPatch, whose: str) -> None:
     sent: list[tuple[str, ...]] = []
     monkeypatch.setattr("mysqlq.core.journal.journal.sendv", lambda *fields: sent.append(fields))
-    previous = structlog.get_config()
+    previous = structlog.get_config(), logs._configured, logs._emit, logs._many, logs._threshold
     try:
         assert logs.configure("journal", "info") == "journal"
-        log = structlog.get_logger("t").bind(worker="w")
+        log = logs.get_logger("t").bind(worker="w")
+        if whose == "a handler's":  # ctx.log: structlog's logger, writing what mysqlq's own write
+            log = logs.for_handler(log)
+            assert isinstance(log, structlog.typing.BindableLogger)
         log.debug("hidden")
         log.info("job.done", job_id=1)
         try:
@@ -76,7 +79,9 @@ def test_configured_journal_logging_sends_one_entry_per_event(monkeypatch: pytes
         except RuntimeError:
             log.exception("oops")
     finally:
-        structlog.configure(**previous)
+        structlog.configure(**previous[0])
+        logs._configured, logs._emit, logs._many, logs._threshold = previous[1:]
+        logs._generation += 1
     assert len(sent) == 2
     assert "MESSAGE=job.done job_id=1 worker=w" in sent[0]
     oops = dict(line.split("=", 1) for line in sent[1])

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import structlog
 
 from mysqlq.core import logs
 
@@ -24,13 +23,11 @@ ROWS = [
 
 @pytest.fixture
 def configured() -> Iterator[None]:
-    previous = structlog.get_config()
-    state = logs._configured, logs._many, logs._threshold
+    state = logs._configured, logs._emit, logs._many, logs._threshold
     try:
         yield
     finally:
-        structlog.configure(**previous)
-        logs._configured, logs._many, logs._threshold = state
+        logs._configured, logs._emit, logs._many, logs._threshold = state
         logs._generation += 1  # loggers made meanwhile settle again
 
 

@@ -275,6 +275,33 @@ def test_every_claim_and_outcome_is_logged_with_its_fields(qdb: QueueDB) -> None
     assert any(event["event"] == "batch.claimed" and event["batch_id"] == done["batch_id"] for event in events)
 
 
+@pytest.mark.parametrize("fmt", ["console", "json"])
+def test_a_handlers_ctx_log_writes_beside_the_workers_lines_bound_to_its_job(qdb: QueueDB, fmt: str) -> None:
+    with qdb.producer() as producer:
+        job_id = producer.enqueue("test.talk", {"words": "two words"})
+    proc = qdb.worker("--burst", "--name", "w-talk", env=qdb.env(MYSQLQ_LOG_FORMAT=fmt))
+    assert proc.wait(timeout=60) == 0
+    lines = qdb.logs().splitlines()
+    if fmt == "json":
+        import json
+
+        events = {event["event"]: event for event in map(json.loads, filter(lambda line: line.startswith("{"), lines))}
+        said, step, caught = events["handler.said"], events["handler.step"], events["handler.caught"]
+        assert (said["job_id"], said["handler"], said["worker"], said["words"]) == (job_id, "test.talk", "w-talk",
+                                                                                      "two words")
+        assert said["level"] == "info" and said["timestamp"].endswith("Z")
+        assert (step["level"], step["step"], step["job_id"]) == ("warning", 2, job_id)
+        assert caught["level"] == "error" and "ValueError: caught by the handler" in caught["exception"]
+        return
+    said = next(line for line in lines if " handler.said " in line)
+    assert f"job_id={job_id} handler=test.talk attempt=1 queue=default words='two words'" in said
+    assert said.split()[2] == "info" and "worker=w-talk" in said
+    step = next(line for line in lines if " handler.step " in line)
+    assert step.split()[2] == "warning" and step.endswith(" step=2")
+    caught = lines.index(next(line for line in lines if " handler.caught " in line))
+    assert lines[caught].split()[2] == "error" and "ValueError: caught by the handler" in lines[caught + 1:caught + 8]
+
+
 def test_the_server_killed_and_restarted_mid_drain_loses_nothing(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.record", {"sleep": 0.001}) for _ in range(3000)])

@@ -1,11 +1,11 @@
-"""Journal output: each structlog event becomes one journal entry with upper-case fields."""
+"""Journal output: each event becomes one journal entry with upper-case fields."""
 
 from __future__ import annotations
 
 import functools
 import json
 import re
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mysqlq.core.logs import FLOAT
@@ -47,35 +47,34 @@ def _field(value: Any) -> Any:
     return FLOAT % value if type(value) is float else value
 
 
-class JournalRenderer:
-    """Renders an event as journal fields: MESSAGE (the event and its keys, readable), PRIORITY
-    from the level, and every key as a field of its own (``job_id=42`` → ``JOB_ID=42``)."""
+def entry(level: str, event_dict: dict[str, Any]) -> list[str]:
+    """An event as journal fields: MESSAGE (the event and its keys, readable), PRIORITY from the
+    level, and every key as a field of its own (``job_id=42`` → ``JOB_ID=42``)."""
+    event = str(event_dict.pop("event", ""))
+    trace = event_dict.pop("exception", None)
+    items = [(key, value) for key, value in event_dict.items() if value is not None and key not in TRAILING]
+    items += [(key, value) for key, value in event_dict.items() if value is not None and key in TRAILING]
+    message = " ".join([event, *(f"{key}={_shown(value)}" for key, value in items)])
+    if trace:
+        message += "\n" + str(trace)
+        items.append(("exception", trace))
+    return [
+        f"MESSAGE={message}",
+        f"PRIORITY={PRIORITIES.get(level, 6)}",
+        f"SYSLOG_IDENTIFIER={IDENTIFIER}",
+        f"MYSQLQ_EVENT={event}",
+        *(f"{field_name(key)}={_field(value)}" for key, value in items),
+    ]
 
-    def __call__(
-        self, logger: Any, name: str, event_dict: MutableMapping[str, Any]
-    ) -> tuple[tuple[str, ...], dict[str, Any]]:
-        level = str(event_dict.pop("level", name))
-        event = str(event_dict.pop("event", ""))
-        trace = event_dict.pop("exception", None)
-        items = [(key, value) for key, value in event_dict.items() if value is not None and key not in TRAILING]
-        items += [(key, value) for key, value in event_dict.items() if value is not None and key in TRAILING]
-        message = " ".join([event, *(f"{key}={_shown(value)}" for key, value in items)])
-        if trace:
-            message += "\n" + str(trace)
-            items.append(("exception", trace))
-        fields = [
-            f"MESSAGE={message}",
-            f"PRIORITY={PRIORITIES.get(level, 6)}",
-            f"SYSLOG_IDENTIFIER={IDENTIFIER}",
-            f"MYSQLQ_EVENT={event}",
-            *(f"{field_name(key)}={_field(value)}" for key, value in items),
-        ]
-        return tuple(fields), {}
+
+def send(level: str, event_dict: dict[str, Any]) -> None:
+    """One event as one journal entry (one ``sd_journal_sendv``)."""
+    journal.sendv(*entry(level, event_dict))
 
 
 def send_many(level: str, event: str, context: dict[str, Any], keys: Sequence[str],
               rows: Iterable[tuple[Any, ...]]) -> None:
-    """One entry per row, each as :class:`JournalRenderer` renders ``context`` with the row's values
+    """One entry per row, each as :func:`entry` renders ``context`` with the row's values
     named by ``keys`` (the entries a batch's jobs log, without a renderer's work per entry)."""
     names = [field_name(key) for key in keys]
     leading = [f"{key}={_shown(value)}" for key, value in context.items() if value is not None and key not in TRAILING]
@@ -88,17 +87,3 @@ def send_many(level: str, event: str, context: dict[str, Any], keys: Sequence[st
         message = " ".join([event, *leading, *shown, *trailing])
         sendv(f"MESSAGE={message}", *constant,
               *(f"{name}={_field(value)}" for name, value in zip(names, row, strict=True) if value is not None))
-
-
-class JournalLogger:
-    """structlog's final logger for journal output: one ``sd_journal_sendv`` per event."""
-
-    def msg(self, *fields: str) -> None:
-        journal.sendv(*fields)
-
-    debug = info = warning = warn = error = critical = exception = fatal = failure = log = msg
-
-
-def logger_factory(*args: Any) -> JournalLogger:
-    """The structlog logger factory for journal output."""
-    return JournalLogger()

@@ -1,20 +1,26 @@
-"""Logging: structlog configured once, by the CLI, as console lines, JSON or journal entries; and,
-when mysqlq is imported as a library, records of the standard ``logging`` module under ``mysqlq``.
+"""Logging: configured once, by the CLI, as console lines, JSON or journal entries; and, when mysqlq
+is imported as a library, records of the standard ``logging`` module under ``mysqlq``.
 
 Every part of mysqlq gets its logger from :func:`get_logger`. Until the CLI calls :func:`configure`,
 those loggers hand their events to ``logging.getLogger("mysqlq.…")``, where the application's own
 logging configuration decides what is shown (nothing, by default: the ``mysqlq`` logger has a
-``NullHandler``). mysqlq never configures structlog behind an application's back.
+``NullHandler``). Once it has, they write their lines themselves (:class:`Lines`), and a handler's
+``ctx.log`` is a structlog logger writing the same lines (:func:`for_handler`); structlog is
+imported only then, at a handler's first use of it. mysqlq never configures structlog behind an
+application's back.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import os
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from datetime import UTC, datetime
 from itertools import chain
 from typing import Any, TextIO
 
@@ -39,9 +45,8 @@ def _to_record(event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
 
 
 def _structlog() -> Any:
-    """structlog, imported once the CLI configures logging: an application that imports mysqlq as a
-    library never needs it (its events become ``logging`` records without it), and the import is
-    about half of ``import mysqlq``'s time."""
+    """structlog, imported when a handler first uses ``ctx.log`` under the CLI: mysqlq's own events
+    never need it, and its import (with asyncio's) is a third of a worker's start-up."""
     import structlog
 
     return structlog
@@ -94,20 +99,16 @@ class Logger:
 
     def _resolve(self) -> Any:
         if self._generation != _generation:
-            if _configured:
-                base = _structlog().get_logger(self._name)
-                self._logger = base.bind(**self._context) if self._context else base
-            else:
-                self._logger = _Records(self._name, self._context)
+            self._logger = (Lines if _configured else _Records)(self._name, self._context)
             self._generation = _generation
         return self._logger
 
     def bind(self, **fields: Any) -> Any:
-        """A logger with these fields too: once the CLI has configured logging, structlog's own (the
+        """A logger with these fields too: once the CLI has configured logging, a :class:`Lines` (the
         worker binds one per batch and logs every job through it, so no proxy stands in the way)."""
         context = {**self._context, **fields}
         if _configured:
-            return _structlog().get_logger(self._name).bind(**context)
+            return Lines(self._name, context)
         return Logger(self._name, context)
 
     def debug(self, event: str, **fields: Any) -> Any:
@@ -124,6 +125,47 @@ class Logger:
 
     def exception(self, event: str, **fields: Any) -> Any:
         return self._resolve().exception(event, **fields)
+
+
+class Lines:
+    """A logger bound to fields, once the CLI has configured logging: each event at or above the
+    configured level becomes one line (or journal entry) written by :func:`_emit`. The fields come
+    first, then the event's own, as structlog orders them."""
+
+    __slots__ = ("_context", "_name")
+
+    def __init__(self, name: str, context: dict[str, Any]) -> None:
+        self._name = name
+        self._context = context
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return self._context
+
+    def bind(self, **fields: Any) -> Lines:
+        return Lines(self._name, {**self._context, **fields})
+
+    def _log(self, level: str, number: int, event: str, fields: dict[str, Any]) -> None:
+        if number >= _threshold:
+            event_dict = {**self._context, **fields}
+            event_dict["event"] = event
+            _emit(level, event_dict)
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._log("debug", logging.DEBUG, event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._log("info", logging.INFO, event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._log("warning", logging.WARNING, event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._log("error", logging.ERROR, event, fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        fields.setdefault("exc_info", True)
+        self._log("error", logging.ERROR, event, fields)
 
 
 def get_logger(name: str) -> Logger:
@@ -164,9 +206,9 @@ class ConsoleLine:
             self._second, self._stamp = second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
         return self._stamp
 
-    def __call__(self, logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> str:
+    def line(self, level: str, event_dict: dict[str, Any]) -> str:
+        """One event's line (``event_dict``: its fields, then ``event`` and ``exception``)."""
         self.stamp()
-        level = event_dict.pop("level", name)
         event = event_dict.pop("event", "")
         trace = event_dict.pop("exception", None)
         fields = " ".join(f"{key}={_value(value)}" for key, value in event_dict.items())
@@ -176,7 +218,7 @@ class ConsoleLine:
 
     def many(self, level: str, event: str, context: dict[str, Any], keys: Sequence[str],
              rows: Iterable[tuple[Any, ...]]) -> str:
-        """The lines of one event per row, as :meth:`__call__` renders each (context first), joined."""
+        """The lines of one event per row, as :meth:`line` renders each (context first), joined."""
         head = " ".join([f"{self.stamp()} {level:<7} {event}", *(f"{key}={_value(value)}"
                                                                  for key, value in context.items())])
         rows = list(rows)
@@ -226,20 +268,38 @@ def _value(value: Any) -> str:
     return repr(text) if not text or " " in text or "\n" in text else text
 
 
-class BufferedLogger:
-    """Writes rendered lines to stderr through a buffer that the worker flushes after each batch
-    and before it waits (see :func:`flush`), instead of one system call per line."""
+def _exc_info(value: Any) -> Any:
+    """An event's ``exc_info`` as a (type, exception, traceback) tuple, or None: True means the
+    exception being handled, an exception means itself."""
+    if isinstance(value, BaseException):
+        return type(value), value, value.__traceback__
+    if isinstance(value, tuple) and len(value) == 3 and isinstance(value[1], BaseException):
+        return value
+    if value:
+        current = sys.exc_info()
+        return current if current[1] is not None else None
+    return None
 
-    def __init__(self, stream: TextIO) -> None:
-        self._write = stream.write
 
-    def msg(self, message: str) -> None:
-        self._write(message + "\n")
+def _format_exc(event_dict: dict[str, Any]) -> None:
+    """Replace an event's ``exc_info`` by its traceback as text, under ``exception``."""
+    info = _exc_info(event_dict.pop("exc_info", None))
+    if info is not None:
+        event_dict["exception"] = "".join(traceback.format_exception(*info)).rstrip("\n")
 
-    debug = info = warning = warn = error = critical = exception = fatal = log = msg
+
+def _json_value(value: Any) -> Any:
+    """What JSON output shows for a value json cannot encode: its repr."""
+    return repr(value)
+
+
+def _emit_nothing(level: str, event_dict: dict[str, Any]) -> None:
+    """Before :func:`configure`: a :class:`Lines` made by hand writes nothing."""
 
 
 _buffer: TextIO | None = None
+# How a configured event is written: (level, event_dict) with the fields first, then "event".
+_emit: Callable[[str, dict[str, Any]], None] = _emit_nothing
 # What log_many() writes through when the CLI configured console or journal output; None otherwise.
 _many: Callable[[str, str, dict[str, Any], Sequence[str], Iterable[tuple[Any, ...]]], None] | None = None
 _threshold = 0  # the configured level, as a number: events below it are not written
@@ -249,16 +309,16 @@ LEVELS = logging.getLevelNamesMapping()
 def log_many(log: Any, level: str, event: str, keys: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> None:
     """Log ``event`` once per row, the row's values named by ``keys``, through ``log`` (a logger of
     :func:`get_logger`, or one it bound): the same entries, in order, as calling ``log.<level>(event,
-    key=value, ...)`` for each row, without structlog's per-event chain of processors. For the
-    worker's one line per job, written a batch at a time."""
+    key=value, ...)`` for each row, rendered for the whole batch at once. For the worker's one line
+    per job."""
     many = _many
-    if many is None or isinstance(log, Logger):  # the library's records, or JSON: event by event
+    if many is None or not isinstance(log, Lines):  # the library's records, or JSON: event by event
         method = getattr(log, level)
         for row in rows:
             method(event, **dict(zip(keys, row, strict=True)))
         return
     if LEVELS[level.upper()] >= _threshold:
-        many(level, event, _structlog().get_context(log), keys, rows)
+        many(level, event, log.context, keys, rows)
 
 
 def flush() -> None:
@@ -303,41 +363,70 @@ def fatal(line: str, fmt: str | None = None, **fields: str | None) -> None:
 
 
 def configure(fmt: str = "auto", level: str = "info") -> str:
-    """Configure structlog for the whole process (the CLI owns it); returns the format chosen for ``auto``."""
+    """Configure logging for the whole process (the CLI owns it); returns the format chosen for ``auto``."""
     if fmt == "auto":
         fmt = "journal" if stderr_is_journal() else "console"
-    structlog = _structlog()
+    global _emit, _many, _threshold, _configured, _generation, _handler_config
     numeric = LEVELS[level.upper()]
-    processors: list[Any] = [structlog.processors.add_log_level]
-    global _many, _threshold
-    _many, _threshold = None, numeric
     if fmt == "journal":
         from mysqlq.core import journal
 
-        processors += [structlog.processors.format_exc_info, journal.JournalRenderer()]
-        factory: Any = journal.logger_factory
-        _many = journal.send_many
+        def emit(level: str, event_dict: dict[str, Any]) -> None:
+            _format_exc(event_dict)
+            journal.send(level, event_dict)
+
+        many: Callable[[str, str, dict[str, Any], Sequence[str], Iterable[tuple[Any, ...]]], None] | None = (
+            journal.send_many)
     else:
-        stream = _buffered_stderr()
+        write = _buffered_stderr().write
         if fmt == "json":
-            processors += [structlog.processors.TimeStamper(fmt="iso", utc=True),
-                           structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+            def emit(level: str, event_dict: dict[str, Any]) -> None:
+                event_dict["level"] = level
+                event_dict["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+                _format_exc(event_dict)
+                write(json.dumps(event_dict, default=_json_value) + "\n")
+
+            many = None
         else:
             console = ConsoleLine()
-            processors += [structlog.processors.format_exc_info, console]
 
-            def write_many(level: str, event: str, context: dict[str, Any], keys: Sequence[str],
-                           rows: Iterable[tuple[Any, ...]]) -> None:
-                stream.write(console.many(level, event, context, keys, rows))
+            def emit(level: str, event_dict: dict[str, Any]) -> None:
+                _format_exc(event_dict)
+                write(console.line(level, event_dict) + "\n")
 
-            _many = write_many
-        factory = lambda *args: BufferedLogger(stream)  # noqa: E731
-    structlog.configure(
-        processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=factory,
-        cache_logger_on_first_use=True,
-    )
-    global _configured, _generation
-    _configured, _generation = True, _generation + 1
+            def many(level: str, event: str, context: dict[str, Any], keys: Sequence[str],
+                     rows: Iterable[tuple[Any, ...]]) -> None:
+                write(console.many(level, event, context, keys, rows))
+
+    _emit, _many, _threshold = emit, many, numeric
+    _configured, _generation, _handler_config = True, _generation + 1, -1
     return fmt
+
+
+_handler_config = -1  # the generation structlog was last configured for (handlers' loggers)
+
+
+def _drop_into_emit(logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> Any:
+    """structlog's last processor for handlers' loggers: the event goes out as mysqlq's own do."""
+    level = event_dict.pop("level", name)
+    _emit(level, dict(event_dict))
+    raise _structlog().DropEvent
+
+
+def for_handler(log: Any, **fields: Any) -> Any:
+    """A handler's ``ctx.log``: under the CLI, a structlog logger bound to ``log``'s fields and these,
+    writing what mysqlq's own loggers write (structlog is imported and configured for it at the first
+    call); as a library, ``log.bind(**fields)``."""
+    if not isinstance(log, Lines):
+        return log.bind(**fields)
+    structlog = _structlog()
+    global _handler_config
+    if _handler_config != _generation:
+        structlog.configure(
+            processors=[structlog.processors.add_log_level, _drop_into_emit],
+            wrapper_class=structlog.make_filtering_bound_logger(_threshold),
+            logger_factory=structlog.ReturnLoggerFactory(),
+            cache_logger_on_first_use=True,
+        )
+        _handler_config = _generation
+    return structlog.get_logger(log._name).bind(**log.context, **fields)

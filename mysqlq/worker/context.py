@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mysqlq.core import logs
 from mysqlq.core.errors import JobCancelled
 from mysqlq.core.jobs import ClaimedJob, Parent
 from mysqlq.store.db import Connection
@@ -53,10 +54,11 @@ class JobContext:
 
     @property
     def log(self) -> Any:
-        """A structlog logger bound to this job (made on first use: most handlers never log)."""
+        """A structlog logger bound to this job (made on first use: most handlers never log); in an
+        application that runs a worker itself, a logger of the ``logging`` module's records."""
         if self._log is None:
-            self._log = self.base_log.bind(job_id=self.job_id, handler=self.handler, attempt=self.attempt,
-                                           queue=self.queue)
+            self._log = logs.for_handler(self.base_log, job_id=self.job_id, handler=self.handler,
+                                         attempt=self.attempt, queue=self.queue)
         return self._log
 
     @property

@@ -82,6 +82,16 @@ def stacked(payload: Any, ctx: mysqlq.JobContext) -> None:
     _append(f"{ctx.job_id} {verdict}")
 
 
+def talk(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Log through ``ctx.log``: an event, one from a logger bound to more, one with a traceback."""
+    ctx.log.info("handler.said", words=payload.get("words") if isinstance(payload, dict) else None)
+    ctx.log.bind(step=2).warning("handler.step")
+    try:
+        raise ValueError("caught by the handler")
+    except ValueError:
+        ctx.log.exception("handler.caught")
+
+
 def span(payload: Any, ctx: mysqlq.JobContext) -> None:
     """Record ``job_id span start end`` (monotonic) around a sleep, to see how runs overlap."""
     start = time.monotonic()
