@@ -10,7 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from mysqlq.cli import main
+from mysqlq.cli.reference import main
 
 from .conftest import QueueDB
 from .ops_fixtures import assert_one_line_error, plant

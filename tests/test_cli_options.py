@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from mysqlq_harness.net import free_port
 
-from mysqlq.cli import main
+from mysqlq.cli.reference import main
 
 from .conftest import QueueDB
 from .ops_fixtures import assert_one_line_error

@@ -35,8 +35,22 @@ def test_structlog_and_asyncio_come_only_with_a_handlers_log_or_async_code() -> 
 
 def test_the_cli_loads_the_worker_only_for_the_worker_command() -> None:
     loaded = loaded_after("import mysqlq.cli")
-    assert "mysqlq.cli.produce" in loaded
-    assert "mysqlq.worker.loop" not in loaded and "importlib.metadata" not in loaded
+    assert "mysqlq.cli" in loaded
+    assert not loaded & {"mysqlq.worker.loop", "importlib.metadata", "mysqlq.cli.run", "mysqlq.cli.ops"}
+
+
+def test_a_command_loads_its_own_module_and_no_other() -> None:
+    looked_up = "import click\nfrom mysqlq.cli import main\nmain.get_command(click.Context(main), 'worker')"
+    loaded = {name for name in loaded_after(looked_up) if name.startswith("mysqlq.cli.")}
+    assert loaded == {"mysqlq.cli.run"}
+
+
+def test_the_table_of_command_modules_is_what_the_modules_register() -> None:
+    from mysqlq.cli import COMMAND_MODULES
+    from mysqlq.cli.reference import main
+
+    registered = {name: getattr(command.callback, "__module__", "") for name, command in main.commands.items()}
+    assert registered == {name: f"mysqlq.cli.{module}" for name, module in COMMAND_MODULES.items()}
 
 
 def test_the_worker_class_is_still_reachable_from_the_package() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -82,9 +83,21 @@ class Command(click.Command):
         return super().invoke(ctx)
 
 
+# Which module of mysqlq.cli defines each command: a command's module is imported when the command
+# is looked up, so `mysqlq worker` loads none of the others (and their stores). A test holds this
+# table to what the modules register.
+COMMAND_MODULES = {
+    "cancel": "ops", "check": "produce", "enqueue": "produce", "handlers": "run",
+    "install-systemd": "deploy", "jobs": "ops", "migrate": "produce", "pause": "ops", "purge": "ops",
+    "resume": "ops", "retry": "ops", "schedule": "schedule", "stats": "produce", "web": "web",
+    "worker": "run", "workers": "run",
+}
+
+
 class Main(click.Group):
     """The command group; runs a command and turns mysqlq's own errors and database errors into one
-    line on stderr (at error priority in the journal when that is where it goes), exit 1."""
+    line on stderr (at error priority in the journal when that is where it goes), exit 1. The top
+    level imports a command's module when the command is asked for (see COMMAND_MODULES)."""
 
     command_class = Command
     group_class = type  # subgroups (``jobs``) are Main too, so their commands get the global options
@@ -92,6 +105,16 @@ class Main(click.Group):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.params.extend(global_options())
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        if self is main:
+            return sorted(COMMAND_MODULES)
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if self is main and cmd_name in COMMAND_MODULES and cmd_name not in self.commands:
+            importlib.import_module(f"mysqlq.cli.{COMMAND_MODULES[cmd_name]}")
+        return super().get_command(ctx, cmd_name)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:  # an option's callback may refuse (an unreadable --env-file) before invoke() runs
@@ -133,6 +156,3 @@ def settings(ctx: click.Context, **values: Any) -> Settings:
     given = {key: value for key, value in values.items() if value is not None}
     return Settings(dsn=Dsn.parse(global_value(ctx, "dsn") or DEFAULT_DSN), **given)
 
-
-# Command modules register themselves on ``main``.
-from mysqlq.cli import deploy, ops, produce, run, schedule, web  # noqa: E402, F401
