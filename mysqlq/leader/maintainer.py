@@ -18,7 +18,6 @@ from mysqlq.leader.elector import Elector
 from mysqlq.leader.limits_sweep import LimitsSweep
 from mysqlq.leader.reaper import Reaper
 from mysqlq.leader.retention import Retention
-from mysqlq.leader.scheduler import Scheduler
 from mysqlq.store import leadership as store
 from mysqlq.store import workers as worker_store
 from mysqlq.store.db import Cursor, Database
@@ -49,8 +48,12 @@ class Maintainer:
             Reaper(settings, db, log, elector, lambda: self.server_started),
             LimitsSweep(settings, db, log),
             Retention(settings, db, log),
-            Scheduler(settings, db, log),
         ]
+        if settings.schedule:  # without a file the scheduler has nothing to do (and its imports, cron
+            # expressions, time zones and TOML, are left out of the worker's start)
+            from mysqlq.leader.scheduler import Scheduler
+
+            self.chores.append(Scheduler(settings, db, log))
         self.due = [0.0] * len(self.chores)  # monotonic, by chore
 
     def prepare(self, db: Database) -> None:
