@@ -302,6 +302,15 @@ def test_a_handlers_ctx_log_writes_beside_the_workers_lines_bound_to_its_job(qdb
     assert lines[caught].split()[2] == "error" and "ValueError: caught by the handler" in lines[caught + 1:caught + 8]
 
 
+def test_a_handler_module_logging_with_structlog_itself_writes_the_workers_lines(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        job_id = producer.enqueue("test.structlog")
+    proc = qdb.worker("--burst", env=qdb.env(MYSQLQ_LOG_FORMAT="console"))
+    assert proc.wait(timeout=60) == 0
+    said = [line for line in qdb.logs().splitlines() if " app." in line]
+    assert len(said) == 1 and re.fullmatch(rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d info    app\.said job={job_id}", said[0])
+
+
 def test_the_server_killed_and_restarted_mid_drain_loses_nothing(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.record", {"sleep": 0.001}) for _ in range(3000)])

@@ -419,6 +419,19 @@ def for_handler(log: Any, **fields: Any) -> Any:
     call); as a library, ``log.bind(**fields)``."""
     if not isinstance(log, Lines):
         return log.bind(**fields)
+    _configure_structlog()
+    return _structlog().get_logger(log._name).bind(**log.context, **fields)
+
+
+def adopt_structlog() -> None:
+    """Under the CLI, once structlog is imported (a handler's module that logs with it directly):
+    its loggers write mysqlq's lines too, as ``ctx.log`` does. Without it, nothing is imported."""
+    if _configured and _handler_config != _generation and "structlog" in sys.modules:
+        _configure_structlog()
+
+
+def _configure_structlog() -> None:
+    """structlog configured for this process to write through :func:`_emit` (the CLI owns it)."""
     structlog = _structlog()
     global _handler_config
     if _handler_config != _generation:
@@ -429,4 +442,3 @@ def for_handler(log: Any, **fields: Any) -> Any:
             cache_logger_on_first_use=True,
         )
         _handler_config = _generation
-    return structlog.get_logger(log._name).bind(**log.context, **fields)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mysqlq.core import logs
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout, ResultNotStored
 from mysqlq.core.handlers import Registry, declared_time_limit, is_transactional
@@ -142,6 +143,7 @@ class Runner:
         found = self.specs.get(name)
         if found is None:
             func = self.registry.resolve(name)
+            logs.adopt_structlog()  # a handler module that logs with structlog itself: into our lines
             found = self.specs[name] = HandlerSpec(func, declared_time_limit(func), is_transactional(func),
                                                     inspect.iscoroutinefunction(func))
         return found
