@@ -52,7 +52,33 @@ def _structlog() -> Any:
     return structlog
 
 
-class _Records:
+class _Levels:
+    """The level methods of mysqlq's loggers, each one call of ``_log`` (``exception`` adds the
+    traceback being handled)."""
+
+    __slots__ = ()
+
+    def _log(self, level: str, number: int, event: str, fields: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._log("debug", logging.DEBUG, event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._log("info", logging.INFO, event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._log("warning", logging.WARNING, event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._log("error", logging.ERROR, event, fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        fields.setdefault("exc_info", True)
+        self._log("error", logging.ERROR, event, fields)
+
+
+class _Records(_Levels):
     """A library logger's events as records of the standard ``logging`` module (see :func:`_to_record`),
     until the CLI configures logging."""
 
@@ -62,32 +88,17 @@ class _Records:
         self._logger = logging.getLogger(name)
         self._context = context
 
-    def _emit(self, level: int, event: str, fields: dict[str, Any], exc_info: bool = False) -> None:
-        if self._logger.isEnabledFor(level):
+    def _log(self, level: str, number: int, event: str, fields: dict[str, Any]) -> None:
+        if self._logger.isEnabledFor(number):
             record = _to_record({"event": event, **self._context, **fields})
             # stacklevel: the record names the line of mysqlq that logged (through Logger's method).
-            self._logger.log(level, record["msg"], extra=record["extra"], exc_info=record["exc_info"] or exc_info,
-                             stacklevel=4)
-
-    def debug(self, event: str, **fields: Any) -> None:
-        self._emit(logging.DEBUG, event, fields)
-
-    def info(self, event: str, **fields: Any) -> None:
-        self._emit(logging.INFO, event, fields)
-
-    def warning(self, event: str, **fields: Any) -> None:
-        self._emit(logging.WARNING, event, fields)
-
-    def error(self, event: str, **fields: Any) -> None:
-        self._emit(logging.ERROR, event, fields)
-
-    def exception(self, event: str, **fields: Any) -> None:
-        self._emit(logging.ERROR, event, fields, exc_info=True)
+            self._logger.log(number, record["msg"], extra=record["extra"], exc_info=record["exc_info"], stacklevel=4)
 
 
 class Logger:
-    """A logger that settles, at first use, on structlog as the CLI configured it or on the standard
-    ``logging`` module (see the module's docstring); ``bind`` adds fields as structlog's does."""
+    """A logger that settles, at first use, on the CLI's lines (:class:`Lines`) once it configured
+    logging, or on the standard ``logging`` module (see the module's docstring); ``bind`` adds fields
+    as structlog's does."""
 
     __slots__ = ("_context", "_generation", "_logger", "_name")
 
@@ -127,7 +138,7 @@ class Logger:
         return self._resolve().exception(event, **fields)
 
 
-class Lines:
+class Lines(_Levels):
     """A logger bound to fields, once the CLI has configured logging: each event at or above the
     configured level becomes one line (or journal entry) written by :func:`_emit`. The fields come
     first, then the event's own, as structlog orders them."""
@@ -150,22 +161,6 @@ class Lines:
             event_dict = {**self._context, **fields}
             event_dict["event"] = event
             _emit(level, event_dict)
-
-    def debug(self, event: str, **fields: Any) -> None:
-        self._log("debug", logging.DEBUG, event, fields)
-
-    def info(self, event: str, **fields: Any) -> None:
-        self._log("info", logging.INFO, event, fields)
-
-    def warning(self, event: str, **fields: Any) -> None:
-        self._log("warning", logging.WARNING, event, fields)
-
-    def error(self, event: str, **fields: Any) -> None:
-        self._log("error", logging.ERROR, event, fields)
-
-    def exception(self, event: str, **fields: Any) -> None:
-        fields.setdefault("exc_info", True)
-        self._log("error", logging.ERROR, event, fields)
 
 
 def get_logger(name: str) -> Logger:
