@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
+
+import orjson
 
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.errors import InvalidJob, ResultNotStored
@@ -182,12 +185,19 @@ def decode_payload(data: bytes) -> Any:
 def loads_strict(document: str | bytes) -> Any:
     """``json.loads`` that accepts only JSON: ValueError for NaN/Infinity and for nesting too deep.
 
-    One decoder made once (``json.loads`` with options builds a new one per call: it runs per job).
+    orjson reads what it can (every compact document mysqlq writes, two to three times quicker than
+    the standard decoder: this runs per job); what it refuses goes to the standard decoder, which
+    reads the rest of JSON as ``json.loads`` does (integers beyond 64 bits, numbers too large for a
+    float, lone surrogate escapes) and says what is wrong with anything else.
     """
+    try:
+        return orjson.loads(document)
+    except orjson.JSONDecodeError:
+        pass
     text = document.decode() if isinstance(document, bytes) else document
     try:
         try:
-            value, end = _SCAN(text, 0)  # what a payload written by mysqlq is: one compact value
+            value, end = _SCAN(text, 0)  # one compact value
         except StopIteration:
             end = -1  # leading whitespace, or nothing that starts a value: decode() says which
         if end == len(text):
@@ -252,9 +262,9 @@ class Parent:
         return None if self.result_json is None else loads_strict(self.result_json)
 
 
-@dataclass(slots=True)
-class ClaimedJob:
-    """A job as a worker holds it after a claim."""
+class ClaimedJob(NamedTuple):
+    """A job as a worker holds it after a claim. A named tuple: a claimed row becomes one in C
+    (:func:`claimed_jobs`), a hundred of them per claim."""
 
     id: int
     queue: str
@@ -264,3 +274,11 @@ class ClaimedJob:
     max_attempts: int
     time_limit: float | None
     concurrency_key: str | None = None  # see mysqlq.worker.limits
+
+
+_as_claimed = partial(tuple.__new__, ClaimedJob)
+
+
+def claimed_jobs(rows: Iterable[Sequence[Any]]) -> list[ClaimedJob]:
+    """Claimed rows, their columns in the order of ClaimedJob's fields, as ClaimedJobs."""
+    return list(map(_as_claimed, rows))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from mysqlq.core import logs
 from mysqlq.core.errors import JobCancelled
@@ -11,25 +11,44 @@ from mysqlq.core.jobs import ClaimedJob, Parent
 from mysqlq.store.db import Connection
 
 
+class Site(NamedTuple):
+    """What every job of a worker shares: the worker's name, the logger ``ctx.log`` binds, and how the
+    jobs a job was enqueued after are read."""
+
+    worker: str
+    log: Any = None
+    read_parents: Callable[[int], list[Parent]] | None = None
+
+
 class JobContext:
     """The running job: its id, attempt, queue, a logger bound to it, whether it was cancelled and, for
     transactional handlers, the connection whose open transaction also completes the job; for a job
     enqueued after others (``after=``, a group's callback, a chain's step), those jobs and their results."""
 
-    __slots__ = ("_job", "_log", "_parents", "base_log", "cancelled", "conn", "read_parents", "worker")
+    # Made by the worker for every job: three slots are set, the others on first use.
+    __slots__ = ("_cancelled", "_job", "_log", "_parents", "_site", "conn")
+    _cancelled: bool
+    _log: Any
+    _parents: list[Parent]
 
-    def __init__(self, job: ClaimedJob, worker: str, conn: Connection | None = None, base_log: Any = None,
-                 read_parents: Callable[[int], list[Parent]] | None = None) -> None:
-        self._job = job  # made for every job: the fields are read from the claimed row when asked for
-        self.worker = worker
+    def __init__(self, job: ClaimedJob, site: Site, conn: Connection | None = None) -> None:
+        self._job = job  # the fields are read from the claimed row when asked for
+        self._site = site
         self.conn = conn
-        self.base_log = base_log
-        self.read_parents = read_parents
-        self._log: Any = None
-        self._parents: list[Parent] | None = None
-        # Set (from another thread) when the job was cancelled while it ran (``mysqlq cancel``): a
-        # long handler checks it between steps, or calls stop_if_cancelled().
-        self.cancelled = False
+
+    @property
+    def worker(self) -> str:
+        """The name of the worker running the job (``host:pid``, or the systemd instance)."""
+        return self._site.worker
+
+    @property
+    def cancelled(self) -> bool:
+        """Set (from another thread) when the job was cancelled while it ran (``mysqlq cancel``): a
+        long handler checks it between steps, or calls stop_if_cancelled()."""
+        try:
+            return self._cancelled
+        except AttributeError:
+            return False
 
     @property
     def job_id(self) -> int:
@@ -56,19 +75,24 @@ class JobContext:
     def log(self) -> Any:
         """A structlog logger bound to this job (made on first use: most handlers never log); in an
         application that runs a worker itself, a logger of the ``logging`` module's records."""
-        if self._log is None:
-            self._log = logs.for_handler(self.base_log, job_id=self.job_id, handler=self.handler,
+        try:
+            return self._log
+        except AttributeError:
+            self._log = logs.for_handler(self._site.log, job_id=self.job_id, handler=self.handler,
                                          attempt=self.attempt, queue=self.queue)
-        return self._log
+            return self._log
 
     @property
     def parents(self) -> list[Parent]:
         """The jobs this job was enqueued after (its group's members, its chain's previous step), in id
         order, each with ``id``, ``status`` and ``result`` (what its handler returned). Empty for a job
         enqueued without ``after``. Read from the database on first use."""
-        if self._parents is None:
-            self._parents = self.read_parents(self.job_id) if self.read_parents is not None else []
-        return self._parents
+        try:
+            return self._parents
+        except AttributeError:
+            read = self._site.read_parents
+            self._parents = read(self.job_id) if read is not None else []
+            return self._parents
 
     @property
     def parent_result(self) -> Any:
@@ -85,7 +109,7 @@ class JobContext:
             raise JobCancelled(f"job {self.job_id} was cancelled")
 
     def cancel(self) -> None:
-        self.cancelled = True
+        self._cancelled = True
 
     def __repr__(self) -> str:
         return (f"JobContext(job_id={self.job_id}, attempt={self.attempt}, queue={self.queue!r}, "

@@ -19,7 +19,7 @@ from mysqlq.core.jobs import ClaimedJob, decode_payload, encode_result, loads_st
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, is_transient, transaction
 from mysqlq.worker.cancels import Cancels
-from mysqlq.worker.context import JobContext
+from mysqlq.worker.context import JobContext, Site
 from mysqlq.worker.outcomes import Outcome
 from mysqlq.worker.parents import ParentsReader
 
@@ -132,8 +132,8 @@ class Runner:
         self.log = log
         self.cancels = cancels  # how a job cancelled while it runs is asked to stop
         self.alarm = Alarm()
-        self.worker_name = settings.worker_name
         self.read_parents = ParentsReader(settings)
+        self.site = Site(settings.worker_name, log, self.read_parents)  # what every job's context shares
         self.specs: dict[str, HandlerSpec] = {}
         self.default_limit = settings.time_limit
 
@@ -171,7 +171,7 @@ class Runner:
             payload = loads_strict(job.payload)  # decode_payload(), one call fewer
         except (ValueError, UnicodeDecodeError) as exc:
             return undecodable(exc, started)
-        ctx = JobContext(job, self.worker_name, None, self.log, self.read_parents)
+        ctx = JobContext(job, self.site)
         self.cancels.running_here(job.id, ctx)
         alarm = self.alarm
         limit = job.time_limit or spec.limit or self.default_limit
@@ -190,7 +190,7 @@ class Runner:
         return self._done(started, value)
 
     def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
-        return JobContext(prepared.job, self.worker_name, conn, self.log, self.read_parents)
+        return JobContext(prepared.job, self.site, conn)
 
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
         """Call a plain handler; with ``alarm``, SIGALRM ends it at its limit (main thread only)."""
