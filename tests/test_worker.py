@@ -69,23 +69,50 @@ def test_queues_are_served_in_the_order_given(qdb: QueueDB, claim: str) -> None:
 
 
 def test_a_claim_carries_the_completion_of_the_batch_before_it_and_may_be_repeated(qdb: QueueDB) -> None:
-    """The worker's one query per batch: the ended batch's completion, the claim, the read-back. Sent
-    again (a retry after a lost answer), the completion changes nothing the second time (the worker
-    then asks which of its jobs are done) and the read-back still finds the whole new batch."""
+    """The worker's one query per batch: the claim, the read-back, then the ended batch's completion,
+    whose answer is read later (the worker runs the new batch meanwhile). Sent again (a retry after a
+    lost answer), the completion changes nothing the second time (the worker then asks which of its
+    jobs are done) and the read-back still finds the whole new batch."""
     with qdb.producer() as producer:
         ids = [producer.enqueue("test.record") for _ in range(4)]
     conn = connect(Dsn.parse(qdb.dsn), multi_statements=True)  # as the worker's own
     try:
         with conn.cursor() as cur:
             assert claims.claim_update(cur, "default", 111, 0, "w", 60, 2) == 2
-            first = claims.claim_and_fetch(cur, "default", 222, 0, "w", 60, 2, ended=111)
-            again = claims.claim_and_fetch(cur, "default", 222, 0, "w", 60, 2, ended=111)
+        first = claims.claim_and_fetch(conn, "default", 222, 0, "w", 60, 2, ended=111)
+        first_completed = claims.completion_count(conn)
+        again = claims.claim_and_fetch(conn, "default", 222, 0, "w", 60, 2, ended=111)
+        again_completed = claims.completion_count(conn)
+        with conn.cursor() as cur:
             assert claims.completed_ids(cur, 111, ids[:2]) == set(ids[:2])
     finally:
         conn.close()
-    assert (first[0], first[1], [job.id for job in first[2]]) == (2, 2, ids[2:])
-    assert (again[0], again[1], [job.id for job in again[2]]) == (0, 0, ids[2:])
+    assert (first_completed, first[0], [job.id for job in first[1]]) == (2, 2, ids[2:])
+    assert (again_completed, again[0], [job.id for job in again[1]]) == (0, 0, ids[2:])
     assert qdb.statuses() == {"done": 2, "running": 2}
+
+
+def test_an_answer_left_for_later_is_read_before_the_next_statement(qdb: QueueDB) -> None:
+    """A completion's answer left on the connection (Database.later) is read before the connection's
+    next statement; one lost with the connection leaves the value unknown (None)."""
+    with qdb.producer() as producer:
+        ids = [producer.enqueue("test.record") for _ in range(4)]
+    db = Database(Dsn.parse(qdb.dsn), multi_statements=True)
+    try:
+        assert db.run(lambda cur: claims.claim_update(cur, "default", 111, 0, "w", 60, 2)) == 2
+        _, jobs = db.run_on(lambda conn: claims.claim_and_fetch(conn, "default", 222, 0, "w", 60, 1, ended=111))
+        answer = db.later(claims.completion_count)
+        assert [job.id for job in jobs] == ids[2:3] and not answer.settled
+        assert db.run(lambda cur: claims.completed_ids(cur, 111, ids[:2])) == set(ids[:2])  # read first
+        assert (answer.settled, answer.value) == (True, 2)
+        db.run_on(lambda conn: claims.claim_and_fetch(conn, "default", 333, 0, "w", 60, 1, ended=222))
+        lost = db.later(claims.completion_count)
+        db.close()
+        db.settle()
+        assert (lost.settled, lost.value) == (True, None)
+    finally:
+        db.close()
+    assert qdb.statuses() == {"done": 3, "running": 1}
 
 
 @pytest.mark.parametrize("claim", ["update", "skip-locked"])
@@ -129,8 +156,12 @@ def test_a_job_taken_over_mid_batch_is_not_written_by_the_completion_that_goes_w
     qdb.wait_for(lambda: job_state(qdb, later) == "done", timeout=20, what="the next batch to run")
     logs = qdb.logs()
     assert re.search(rf"job\.claim_lost .*job_id={taken}\b", logs)
-    # The ended batch's lines come before the next batch's claim, as they would without the merge.
-    assert logs.index(f"job_id={third} ") < logs.index("batch.claimed", logs.index(f"job_id={first} "))
+    # The ended batch's completion went with the next claim, and its answer was read once the next
+    # batch had started: its lines come after that claim's line and before the next batch's own.
+    claimed = [found.start() for found in re.finditer(r"batch\.claimed", logs)]
+    done = {job_id: re.search(rf"job\.done .*job_id={job_id}\b", logs) for job_id in (third, later)}
+    assert len(claimed) >= 2 and all(done.values())
+    assert claimed[1] < done[third].start() < done[later].start()  # type: ignore[union-attr]
     assert [job_state(qdb, job_id) for job_id in (first, taken, third)] == ["done", "running", "done"]
     assert qdb.scalar("SELECT worker FROM mysqlq_jobs WHERE id = %s", (taken,)) == "thief"
 

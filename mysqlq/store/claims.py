@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import starmap
 from typing import Any
 
-from mysqlq.core.jobs import ClaimedJob
+from mysqlq.core.jobs import ClaimedJob, claimed_jobs
 from mysqlq.store import dependencies, execute, execute_in
-from mysqlq.store.db import Cursor, transaction
+from mysqlq.store.db import Connection, Cursor, transaction
 from mysqlq.store.sql import query
 
 
@@ -51,39 +50,53 @@ def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker:
 
 @cache
 def claim_query(ended: bool) -> str:
-    """The query of :func:`claim_and_fetch`: the claim and the read-back, after the completion of
-    the batch that ``ended``."""
+    """The query of :func:`claim_and_fetch`: the claim and the read-back, then the completion of the
+    batch that ``ended``."""
     statements = [query("claim_batch"), query("fetch_batch")]
-    if ended:  # the batch that ended goes first, its token under a name of its own beside the new one
-        statements.insert(0, query("complete_batch").replace("%(batch_id)s", "%(ended_batch_id)s"))
+    if ended:  # the batch that ended goes last, its token under a name of its own beside the new one
+        statements.append(query("complete_batch").replace("%(batch_id)s", "%(ended_batch_id)s"))
     return ";\n".join(statements)
 
 
+@cache
+def _claim_query_bytes(ended: bool) -> bytes:
+    return claim_query(ended).encode()
+
+
 def claim_and_fetch(
-    cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int,
+    conn: Connection, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int,
     ended: int | None = None,
-) -> tuple[int | None, int, list[ClaimedJob]]:
+) -> tuple[int, list[ClaimedJob]]:
     """:func:`claim_update`, then :func:`fetch_batch` (every job of the batch, whatever queue it came
     from), sent as one query: one round trip instead of two, on a connection that takes several
     statements in one query (``connect(multi_statements=True)``: the worker's own). With ``ended``,
-    the :func:`complete_batch` of that batch goes first in the same query. Returns what the
-    completion changed (None without ``ended``), how many jobs the claim took, and the batch read
-    back.
+    the :func:`complete_batch` of that batch goes last in the same query, and its answer is left on
+    the connection, for :func:`completion_count` to read once the new batch's jobs have started: the
+    server completes the old batch while the worker runs the new one. Returns how many jobs the claim
+    took, and the batch read back.
 
     Safe to repeat as a unit, like the statements alone: the read-back finds the batch by its token,
     and a completion repeated changes nothing the second time (the caller then asks which of its
     jobs are done, as after any completion that changed fewer rows than it named)."""
     params = _claim_params(queue, batch_id, worker_id, worker, lease, limit)
-    completed: int | None = None
-    if ended is None:
-        claimed = int(cur.execute(claim_query(False), params))
-    else:
+    if ended is not None:
         params["ended_batch_id"] = ended
-        completed = int(cur.execute(claim_query(True), params))
-        cur.nextset()
-        claimed = int(cur.rowcount)
-    cur.nextset()
-    return completed, claimed, list(starmap(ClaimedJob, cur.fetchall()))
+    literal = conn.literal
+    # As a cursor would send it (each parameter escaped by the connection), without one: a cursor
+    # reads every answer of the query when it is closed.
+    conn.query(_claim_query_bytes(ended is not None) % {name.encode(): literal(value) for name, value in params.items()})
+    claimed = int(conn.affected_rows())
+    conn.next_result()
+    return claimed, claimed_jobs(conn.store_result().fetch_row(0))
+
+
+def completion_count(conn: Connection) -> int:
+    """The answer :func:`claim_and_fetch` left on the connection: what the ended batch's completion
+    changed."""
+    conn.next_result()
+    count = int(conn.affected_rows())
+    conn.next_result()  # the query's end
+    return count
 
 
 def claim_skip_locked(
@@ -105,7 +118,7 @@ CLAIMS = {"update": claim_update, "skip-locked": claim_skip_locked}
 
 def fetch_batch(cur: Cursor, batch_id: int) -> list[ClaimedJob]:
     execute(cur, "fetch_batch", {"batch_id": batch_id})
-    return list(starmap(ClaimedJob, cur.fetchall()))  # the statement's columns are the fields, in order
+    return claimed_jobs(cur.fetchall())  # the statement's columns are the fields, in order
 
 
 def completed_ids(cur: Cursor, batch_id: int, ids: Sequence[int]) -> set[int]:
