@@ -1,7 +1,7 @@
 """What importing mysqlq brings into a process: an application that only enqueues, and CLI commands
 other than ``worker``, load neither the worker, the leader's modules nor ``importlib.metadata``
-(read only when a handler is looked up); and neither structlog nor asyncio until a handler uses ``ctx.log``
-or async code runs."""
+(read only when a handler is looked up); neither structlog nor asyncio until a handler uses ``ctx.log``
+or async code runs; and orjson only when a payload or result is first decoded."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("mysqlq.worker.loop", "mysqlq.leader.maintainer", "importlib.metadata", "structlog")
+HEAVY = ("mysqlq.worker.loop", "mysqlq.leader.maintainer", "importlib.metadata", "structlog", "orjson")
 
 
 def loaded_after(statement: str) -> set[str]:
@@ -22,6 +22,11 @@ def test_import_mysqlq_loads_no_worker_and_no_entry_points() -> None:
     loaded = loaded_after("import mysqlq\nfrom mysqlq import JobContext, Producer, handler")
     assert "mysqlq.producer.enqueue" in loaded  # the check sees what was imported
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_orjson_comes_with_the_first_decode() -> None:
+    decoded = "import mysqlq\nfrom mysqlq.core.jobs import decode_payload\nassert decode_payload(b'[1]') == [1]"
+    assert "orjson" in loaded_after(decoded)
 
 
 def test_structlog_and_asyncio_come_only_with_a_handlers_log_or_async_code() -> None:
