@@ -84,7 +84,8 @@ def claim_and_fetch(
     literal = conn.literal
     # As a cursor would send it (each parameter escaped by the connection), without one: a cursor
     # reads every answer of the query when it is closed.
-    conn.query(_claim_query_bytes(ended is not None) % {name.encode(): literal(value) for name, value in params.items()})
+    escaped = {name.encode(): literal(value) for name, value in params.items()}
+    conn.query(_claim_query_bytes(ended is not None) % escaped)
     claimed = int(conn.affected_rows())
     conn.next_result()
     return claimed, claimed_jobs(conn.store_result().fetch_row(0))

@@ -235,6 +235,7 @@ class Keeper:
         until = monotonic() + INLINE_TURN
         for batch in list(self.batches.values()):
             jobs, batch_id, buffer = batch.jobs, batch.batch_id, batch.buffer
+            add_done = buffer.add_done
             safe_until = leases.safe_until(batch_id)
             tally = Tally()
             # The handler of the last job run here, known to be quick and plain (None: none yet).
@@ -265,6 +266,14 @@ class Keeper:
                             continue
                         here, here_spec = handler, spec
                     outcome = run_here(job, here_spec)
+                    if isinstance(outcome, float):  # done, nothing to store: the seconds it took
+                        if not inline_all:
+                            tally.add(job, outcome)
+                        if requested and job.id in requested:
+                            buffer.add(job, cancelled(Outcome("done", outcome)))
+                        else:
+                            add_done(job, outcome)
+                        continue
                     if not inline_all:
                         tally.add(job, outcome.duration)
                     if requested and job.id in requested:

@@ -29,6 +29,11 @@ class Outcome:
     woken: set[str] | None = None  # a transactional completion's: queues of the dependents it made ready
 
 
+# What a batch's buffer hands the log, in order: each job with its Outcome or, for the common case
+# of a job done with nothing to store, the seconds it took alone (no Outcome is made for it).
+Entry = tuple[ClaimedJob, Outcome | float]
+
+
 def backoff(attempt: int, settings: Settings) -> float:
     """Exponential backoff with jitter: base·2^(attempt-1), capped, then scaled by 0.5–1.5."""
     base = min(settings.retry_cap, settings.retry_base * 2 ** min(attempt - 1, 60))
@@ -50,7 +55,7 @@ class OutcomeBuffer:
     done: list[int] = field(default_factory=list)
     with_result: list[tuple[int, bytes]] = field(default_factory=list)  # done, each written with its result
     failed: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)
-    written: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)  # in order, for the log
+    written: list[Entry] = field(default_factory=list)  # in order, for the log
     due_at: float = math.inf  # when the pending outcomes are due to be written (inf: none pending)
     next_retry: float | None = None  # the shortest retry delay chosen by the last flush, in seconds
     woken: set[str] = field(default_factory=set)  # queues whose jobs waited for jobs written here, now ready
@@ -71,6 +76,13 @@ class OutcomeBuffer:
         else:
             self.failed.append((job, outcome))
 
+    def add_done(self, job: ClaimedJob, seconds: float) -> None:
+        """:meth:`add` of a job done in ``seconds`` with nothing to store."""
+        self.written.append((job, seconds))
+        if self.due_at == math.inf:
+            self.due_at = time.monotonic() + self.settings.flush_interval
+        self.done.append(job.id)
+
     def due(self, now: float | None = None) -> bool:
         return (time.monotonic() if now is None else now) >= self.due_at
 
@@ -81,7 +93,7 @@ class OutcomeBuffer:
         return bool(self.done) and not self.with_result and not self.failed
 
     def flush(self, db: Database, final: bool = False,
-              completed: int | None = None) -> tuple[list[tuple[ClaimedJob, Outcome]], set[int]]:
+              completed: int | None = None) -> tuple[list[Entry], set[int]]:
         """Write everything pending; returns the outcomes added since the last flush (in order) and
         the ids among them whose claim had been taken over (nothing was written for those).
 
@@ -92,7 +104,8 @@ class OutcomeBuffer:
         done, with_result, failed, entries = self.done, self.with_result, self.failed, self.written
         self.done, self.with_result, self.failed, self.written = [], [], [], []
         self.due_at, self.next_retry = math.inf, None
-        lost: set[int] = {job.id for job, outcome in entries if outcome.kind == "lost"}
+        lost: set[int] = {job.id for job, outcome in entries
+                          if not isinstance(outcome, float) and outcome.kind == "lost"}
         # Jobs that others wait for are left running by the statements below; they end afterwards,
         # in one transaction that releases what waits for them (mysqlq.store.dependencies).
         parents_done: dict[int, bytes | None] = {}

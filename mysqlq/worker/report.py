@@ -8,7 +8,7 @@ from typing import Any
 from mysqlq.core import logs
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.worker.metrics import NoMetrics
-from mysqlq.worker.outcomes import Outcome
+from mysqlq.worker.outcomes import Entry, Outcome
 
 DONE_KEYS = ("job_id", "queue", "handler", "attempt", "duration")
 
@@ -22,33 +22,37 @@ class Report:
         self.done = 0
         self.failed = 0
 
-    def written(self, log: Any, entries: list[tuple[ClaimedJob, Outcome]], lost: set[int]) -> None:
+    def written(self, log: Any, entries: list[Entry], lost: set[int]) -> None:
         """``entries`` were just written, in order; ``lost`` are the ids fenced out among them.
 
         ``job.done`` lines, most of them, are written a run at a time (logs.log_many); any other
         outcome is logged on its own, in its place."""
-        done: list[tuple[ClaimedJob, Outcome]] = []
+        done: list[tuple[ClaimedJob, float]] = []
         for job, outcome in entries:
-            if outcome.kind == "done" and (not lost or job.id not in lost):
-                done.append((job, outcome))
+            if isinstance(outcome, float):  # done, with nothing stored: most jobs
+                if not lost or job.id not in lost:
+                    done.append((job, outcome))
+                    continue
+            elif outcome.kind == "done" and (not lost or job.id not in lost):
+                done.append((job, outcome.duration))
                 continue
             if done:
                 self._done(log, done)
                 done = []
-            if job.id in lost and outcome.kind != "lost":
+            if isinstance(outcome, float) or (job.id in lost and outcome.kind != "lost"):  # fenced out
                 log.warning("job.claim_lost", job_id=job.id, note="another worker took the claim over; nothing written")
             else:
                 self.outcome(log, job, outcome)
         if done:
             self._done(log, done)
 
-    def _done(self, log: Any, done: list[tuple[ClaimedJob, Outcome]]) -> None:
-        rows = [(job.id, job.queue, job.handler, job.attempt, outcome.duration) for job, outcome in done]
+    def _done(self, log: Any, done: list[tuple[ClaimedJob, float]]) -> None:
+        rows = [(job.id, job.queue, job.handler, job.attempt, seconds) for job, seconds in done]
         logs.log_many(log, "info", "job.done", DONE_KEYS, rows)
         self.done += len(done)
         if self.counting:
-            for job, outcome in done:
-                self.metrics.outcome(job, outcome)
+            for job, seconds in done:
+                self.metrics.outcome(job, Outcome("done", seconds))
 
     def outcome(self, log: Any, job: ClaimedJob, outcome: Outcome) -> None:
         fields = {"job_id": job.id, "queue": job.queue, "handler": job.handler, "attempt": job.attempt,

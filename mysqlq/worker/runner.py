@@ -163,9 +163,10 @@ class Runner:
         limit = job.time_limit or spec.limit or self.default_limit
         return Prepared(job, spec.func, payload, limit, spec.transactional, spec.is_async, started)
 
-    def run_here(self, job: ClaimedJob, spec: HandlerSpec) -> Outcome:
+    def run_here(self, job: ClaimedJob, spec: HandlerSpec) -> Outcome | float:
         """Run a plain, non-transactional job on the main thread, its limit enforced by SIGALRM: what
-        :meth:`prepare` then :meth:`call` do, in one step (the path of every quick job)."""
+        :meth:`prepare` then :meth:`call` do, in one step (the path of every quick job). A job done
+        with nothing to store (most jobs) returns only the seconds it took: no Outcome is made."""
         started = time.monotonic()
         try:
             payload = loads_strict(job.payload)  # decode_payload(), one call fewer
@@ -186,7 +187,7 @@ class Runner:
         except JOB_FAILURES as exc:
             return Outcome("failed", time.monotonic() - started, describe(exc))
         if value is None:  # most handlers: nothing to store, nothing more to write
-            return Outcome("done", time.monotonic() - started)
+            return time.monotonic() - started
         return self._done(started, value)
 
     def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
