@@ -406,7 +406,7 @@ class Keeper:
         """Write a batch's pending outcomes; then give back the concurrency slots of those written
         (waking whoever serves the queues that gained ready jobs), then log them. ``completed``:
         the final completion went already, with a claim (what it changed)."""
-        entries, lost = batch.buffer.flush(self.db, final, completed)
+        entries, lost, done_only = batch.buffer.flush(self.db, final, completed)
         retry = batch.buffer.next_retry
         if retry is not None:
             self._retry_in = retry if self._retry_in is None else min(self._retry_in, retry)
@@ -415,7 +415,7 @@ class Keeper:
         if batch.buffer.woken:  # jobs that waited for these are ready now
             self._gained(batch.buffer.woken)
             batch.buffer.woken = set()
-        self.report.written(batch.log, entries, lost)
+        self.report.written(batch.log, entries, lost, done_only)
 
     def _gained(self, queues: set[str]) -> None:
         """Queues that gained ready jobs by what this worker wrote: claim from them, wake the others."""

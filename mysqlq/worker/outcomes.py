@@ -59,9 +59,14 @@ class OutcomeBuffer:
     due_at: float = math.inf  # when the pending outcomes are due to be written (inf: none pending)
     next_retry: float | None = None  # the shortest retry delay chosen by the last flush, in seconds
     woken: set[str] = field(default_factory=set)  # queues whose jobs waited for jobs written here, now ready
+    lost: set[int] = field(default_factory=set)  # jobs added as "lost" since the last flush
+    done_only: bool = True  # every job added since the last flush was done with nothing to store (add_done)
 
     def add(self, job: ClaimedJob, outcome: Outcome) -> None:
         self.written.append((job, outcome))
+        self.done_only = False
+        if outcome.kind == "lost":
+            self.lost.add(job.id)
         if outcome.recorded:
             if outcome.woken:
                 self.woken |= outcome.woken
@@ -93,19 +98,19 @@ class OutcomeBuffer:
         return bool(self.done) and not self.with_result and not self.failed
 
     def flush(self, db: Database, final: bool = False,
-              completed: int | None = None) -> tuple[list[Entry], set[int]]:
-        """Write everything pending; returns the outcomes added since the last flush (in order) and
-        the ids among them whose claim had been taken over (nothing was written for those).
+              completed: int | None = None) -> tuple[list[Entry], set[int], bool]:
+        """Write everything pending; returns the outcomes added since the last flush (in order), the
+        ids among them whose claim had been taken over (nothing was written for those), and whether
+        every one of them was a job done with nothing to store (each entry a (job, seconds) pair).
 
         ``final``: every other job of the batch has been written, failed or released already, so
         the successes are exactly the batch's rows still running: one cheaper statement, no id list.
         ``completed``: that statement went already (with the next claim); what it changed.
         """
         done, with_result, failed, entries = self.done, self.with_result, self.failed, self.written
-        self.done, self.with_result, self.failed, self.written = [], [], [], []
-        self.due_at, self.next_retry = math.inf, None
-        lost: set[int] = {job.id for job, outcome in entries
-                          if not isinstance(outcome, float) and outcome.kind == "lost"}
+        lost, done_only = self.lost, self.done_only
+        self.done, self.with_result, self.failed, self.written, self.lost = [], [], [], [], set()
+        self.due_at, self.next_retry, self.done_only = math.inf, None, True
         # Jobs that others wait for are left running by the statements below; they end afterwards,
         # in one transaction that releases what waits for them (mysqlq.store.dependencies).
         parents_done: dict[int, bytes | None] = {}
@@ -134,7 +139,7 @@ class OutcomeBuffer:
             ended = db.run(lambda cur: claims.end_with_dependents(cur, self.batch_id, parents_done, parents_dead))
             lost.update(job_id for job_id in (*parents_done, *parents_dead) if job_id not in ended.ids)
             self.woken |= ended.woken
-        return entries, lost
+        return entries, lost, done_only
 
     def _not_done(self, db: Database, ids: list[int]) -> list[int]:
         # Rare path: a claim was taken over while we ran, or others wait for the job (left running

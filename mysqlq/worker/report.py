@@ -22,11 +22,16 @@ class Report:
         self.done = 0
         self.failed = 0
 
-    def written(self, log: Any, entries: list[Entry], lost: set[int]) -> None:
-        """``entries`` were just written, in order; ``lost`` are the ids fenced out among them.
+    def written(self, log: Any, entries: list[Entry], lost: set[int], done_only: bool = False) -> None:
+        """``entries`` were just written, in order; ``lost`` are the ids fenced out among them;
+        ``done_only``: every entry is a job done with nothing to store, (job, seconds).
 
         ``job.done`` lines, most of them, are written a run at a time (logs.log_many); any other
         outcome is logged on its own, in its place."""
+        if done_only and not lost:  # most batches
+            if entries:
+                self._done(log, entries)  # type: ignore[arg-type]
+            return
         done: list[tuple[ClaimedJob, float]] = []
         for job, outcome in entries:
             if isinstance(outcome, float):  # done, with nothing stored: most jobs
