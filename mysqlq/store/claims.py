@@ -50,11 +50,11 @@ def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker:
 
 @cache
 def claim_query(ended: bool) -> str:
-    """The query of :func:`claim_and_fetch`: the claim and the read-back, then the completion of the
-    batch that ``ended``."""
+    """The query of :func:`claim_and_fetch`: the claim and the read-back, after the completion of
+    the batch that ``ended``."""
     statements = [query("claim_batch"), query("fetch_batch")]
-    if ended:  # the batch that ended goes last, its token under a name of its own beside the new one
-        statements.append(query("complete_batch").replace("%(batch_id)s", "%(ended_batch_id)s"))
+    if ended:  # the batch that ended goes first, its token under a name of its own beside the new one
+        statements.insert(0, query("complete_batch").replace("%(batch_id)s", "%(ended_batch_id)s"))
     return ";\n".join(statements)
 
 
@@ -66,14 +66,18 @@ def _claim_query_bytes(ended: bool) -> bytes:
 def claim_and_fetch(
     conn: Connection, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int,
     ended: int | None = None,
-) -> tuple[int, list[ClaimedJob]]:
+) -> tuple[int | None, int, list[ClaimedJob]]:
     """:func:`claim_update`, then :func:`fetch_batch` (every job of the batch, whatever queue it came
     from), sent as one query: one round trip instead of two, on a connection that takes several
     statements in one query (``connect(multi_statements=True)``: the worker's own). With ``ended``,
-    the :func:`complete_batch` of that batch goes last in the same query, and its answer is left on
-    the connection, for :func:`completion_count` to read once the new batch's jobs have started: the
-    server completes the old batch while the worker runs the new one. Returns how many jobs the claim
-    took, and the batch read back.
+    the :func:`complete_batch` of that batch goes first in the same query. Returns what the
+    completion changed (None without ``ended``), how many jobs the claim took, and the batch read
+    back.
+
+    The completion goes first, not last where the worker could run the new batch while the server
+    completes the old one: a server stops a query at the first answer it cannot send, so a worker
+    killed while the claim runs would leave a completion that comes after it undone, and a whole
+    batch to run twice.
 
     Safe to repeat as a unit, like the statements alone: the read-back finds the batch by its token,
     and a completion repeated changes nothing the second time (the caller then asks which of its
@@ -82,22 +86,18 @@ def claim_and_fetch(
     if ended is not None:
         params["ended_batch_id"] = ended
     literal = conn.literal
-    # As a cursor would send it (each parameter escaped by the connection), without one: a cursor
-    # reads every answer of the query when it is closed.
+    # As a cursor sends it (each parameter escaped by the connection), without a cursor's bookkeeping.
     escaped = {name.encode(): literal(value) for name, value in params.items()}
     conn.query(_claim_query_bytes(ended is not None) % escaped)
+    completed: int | None = None
+    if ended is not None:
+        completed = int(conn.affected_rows())
+        conn.next_result()
     claimed = int(conn.affected_rows())
     conn.next_result()
-    return claimed, claimed_jobs(conn.store_result().fetch_row(0))
-
-
-def completion_count(conn: Connection) -> int:
-    """The answer :func:`claim_and_fetch` left on the connection: what the ended batch's completion
-    changed."""
-    conn.next_result()
-    count = int(conn.affected_rows())
+    jobs = claimed_jobs(conn.store_result().fetch_row(0))
     conn.next_result()  # the query's end
-    return count
+    return completed, claimed, jobs
 
 
 def claim_skip_locked(

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import MySQLdb
 import MySQLdb.connections
@@ -206,18 +206,6 @@ def _with_cursor(conn: Connection, unit: Callable[[Cursor], T]) -> T:
         return unit(cur)
 
 
-class Later(Generic[T]):
-    """An answer that a query sent by :meth:`Database.run_on` left on the connection, to be read later
-    (:meth:`Database.later`): ``value`` once read, None while it is not or when it was lost."""
-
-    __slots__ = ("read", "settled", "value")
-
-    def __init__(self, read: Callable[[Connection], T]) -> None:
-        self.read = read
-        self.settled = False
-        self.value: T | None = None
-
-
 class StopRequested(Exception):
     """Raised by :meth:`Database.run` instead of retrying further once the process was asked to stop."""
 
@@ -252,7 +240,6 @@ class Database:
         # Units of work retried after a failure, ever: a caller that sees it grow knows that a
         # statement of its own may have taken effect without an answer.
         self.retried = 0
-        self._later: tuple[Later[Any], Connection] | None = None  # an answer still to be read (see later())
 
     @property
     def conn(self) -> Connection:
@@ -262,33 +249,6 @@ class Database:
             if self.on_connect is not None:
                 self.on_connect(self._conn)
         return self._conn
-
-    def later(self, read: Callable[[Connection], T]) -> Later[T]:
-        """The last unit's query left answers on the connection (its last statements'), for ``read`` to
-        read once the caller has done something else meanwhile: before this connection's next
-        statement, or at :meth:`settle`, whichever comes first. Until then the server works on them
-        while the caller does not wait. ``value`` stays None if they are lost with the connection, or
-        if reading them fails (the caller then finds out as after any lost answer)."""
-        assert self._later is None and self._conn is not None, "one answer left unread at a time"
-        answer: Later[T] = Later(read)
-        self._later = (answer, self._conn)
-        return answer
-
-    def settle(self) -> None:
-        """Read the answer left for later, if any (see :meth:`later`)."""
-        if self._later is None:
-            return
-        answer, conn = self._later
-        self._later = None
-        answer.settled = True
-        if conn is not self._conn:
-            return  # closed meanwhile: lost
-        try:
-            answer.value = answer.read(conn)
-        except MySQLdb.Error as exc:
-            log.warning("db.answer_lost", error=str(exc))
-            if error_code(exc) not in (DEADLOCK, LOCK_WAIT_TIMEOUT, GR_ROLLBACK):
-                self.close()  # in an unknown state: the next statement reconnects
 
     def close(self) -> None:
         if self._conn is not None:
@@ -303,8 +263,6 @@ class Database:
     def run_on(self, unit: Callable[[Connection], T]) -> T:
         """Run ``unit`` with the connection itself, as :meth:`run` does with a cursor: for a statement
         sent without one (a single enqueue, where the cursor's bookkeeping is a quarter of the client's CPU)."""
-        if self._later is not None:
-            self.settle()
         attempt = 0
         failing_since = 0.0
         while True:

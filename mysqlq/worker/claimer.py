@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import claims
-from mysqlq.store.db import Connection, Cursor, Database, Later
+from mysqlq.store.db import Connection, Cursor, Database
 from mysqlq.worker.limits import Limits, keyed
 
 
@@ -29,37 +29,33 @@ class Claimer:
         self.worker_id = worker_id
         self.statement = claims.CLAIMS[settings.claim_strategy]
         # The update claim of the last queue tried and the read-back go as one query, with the
-        # completion of a batch that ended just before: three round trips per batch become one, and
-        # the worker does not wait for the completion's answer.
+        # completion of a batch that ended just before: three round trips per batch become one.
         self.merged = settings.claim_strategy == "update" and db.multi_statements
         self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
 
     def claim(self, limit: int, paused: Collection[str],
-              ended: int | None = None) -> tuple[int, list[ClaimedJob], bool, Later[int] | None]:
+              ended: int | None = None) -> tuple[int, list[ClaimedJob], bool, int | None]:
         """Claim up to ``limit`` jobs: the batch's token, the jobs that may start, whether any were set
         aside for their concurrency key, and, given the token of a batch that ``ended`` (all its
-        outcomes plain successes), the answer of its completion when it went with the claim (None
-        when it did not: the caller writes it). That answer is read later (mysqlq.store.db.Later):
-        once the new batch's jobs have started, or before the connection's next statement."""
+        outcomes plain successes), what its completion changed when it went with the claim (None
+        when it did not: the caller writes it)."""
         settings, statement, worker_id = self.settings, self.statement, self.worker_id()
         batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
         retried = self.db.retried
         queues = [queue for queue in settings.queues if queue not in paused]
         claimed = 0
-        completion: Later[int] | None = None
+        completed: int | None = None
         jobs: list[ClaimedJob] | None = None  # read back with the last queue's claim, when it can be
         for left, queue in enumerate(queues, 1 - len(queues)):  # left: 0 at the last queue
             room = limit - claimed
             if self.merged and not left:  # the last statement of the claim: read back with it
 
                 def claim_and_fetch(conn: Connection, queue: str = queue,
-                                    room: int = room) -> tuple[int, list[ClaimedJob]]:
+                                    room: int = room) -> tuple[int | None, int, list[ClaimedJob]]:
                     return claims.claim_and_fetch(conn, queue, batch_id, worker_id, settings.worker_name,
                                                   settings.lease, room, ended)
 
-                _, jobs = self.db.run_on(claim_and_fetch)
-                if ended is not None:
-                    completion = self.db.later(claims.completion_count)
+                completed, _, jobs = self.db.run_on(claim_and_fetch)
                 break
 
             def claim(cur: Cursor, queue: str = queue, room: int = room) -> int:
@@ -72,14 +68,14 @@ class Claimer:
             # Nothing claimed, and no statement retried: nothing to read back. After a retry, a claim
             # may have taken effect although its answer was lost: its jobs are read back by the token.
             if not claimed and self.db.retried == retried:
-                return batch_id, [], False, completion
+                return batch_id, [], False, completed
             jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
         if not jobs:
-            return batch_id, [], False, completion
+            return batch_id, [], False, completed
         set_aside = False
         if keyed(jobs):  # admitted, or set aside until their key has a free slot
             admitted = self.limits.admit(batch_id, jobs)
             set_aside, jobs = len(admitted) < len(jobs), admitted
         if len(settings.queues) > 1:  # earlier queues first; within one, (priority, id) as fetched
             jobs.sort(key=lambda job: self._queue_rank.get(job.queue, 0))
-        return batch_id, jobs, set_aside, completion
+        return batch_id, jobs, set_aside, completed

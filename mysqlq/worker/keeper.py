@@ -24,7 +24,7 @@ from mysqlq.core.errors import DatabaseUnavailable
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.systemd import Notifier
 from mysqlq.store import claims
-from mysqlq.store.db import Connection, Database, Later
+from mysqlq.store.db import Connection, Database
 from mysqlq.worker.claimsize import HORIZON, Durations, Tally, surplus
 from mysqlq.worker.leases import Leases
 from mysqlq.worker.limits import Limits, keyed
@@ -96,9 +96,6 @@ class Keeper:
         self._yielded = False  # the last dispatch stopped with jobs it could have started
         # A batch that ended with plain successes only, its completion to go with the next claim.
         self.ended: Batch | None = None
-        # The batch whose completion went with a claim, and that completion's answer, read once the
-        # new batch's jobs have started (mysqlq.store.db.Later).
-        self.completing: tuple[Batch, Later[int]] | None = None
 
     # ------------------------------------------------------------------ what the worker asks
 
@@ -165,7 +162,6 @@ class Keeper:
             self.dispatch()
         else:
             self.release_stock()
-        self._completed()  # the batch before the new one: its answer came while the new one ran
         self.write(final_only=False, hold=starting)
 
     def collect(self) -> None:
@@ -320,7 +316,7 @@ class Keeper:
         if final_only:
             self.finish()
         for batch in list(self.batches.values()):
-            if batch is self.ended or (self.completing is not None and batch is self.completing[0]):
+            if batch is self.ended:
                 continue
             if not batch.jobs and batch.in_flight == 0:
                 if hold and self.ended is None and batch.buffer.plain:
@@ -330,29 +326,13 @@ class Keeper:
             elif final_only or batch.buffer.due():
                 self._flush(batch, final=False)
 
-    def completion_sent(self, answer: Later[int]) -> None:
-        """The completion of the batch held as :attr:`ended` went with a claim; ``answer`` is what it
-        changed, read later (:meth:`_completed`)."""
-        assert self.ended is not None and self.completing is None
-        self.completing, self.ended = (self.ended, answer), None
-
-    def finish(self) -> None:
-        """Write the batch held as :attr:`ended`, if any, and settle one whose completion went with a
-        claim: before the worker waits or stops."""
-        self._completed()
+    def finish(self, completed: int | None = None) -> None:
+        """Write the batch held as :attr:`ended`, if any: ``completed`` is what its completion changed
+        when it went with a claim; None writes it now."""
         batch = self.ended
         if batch is not None:
             self.ended = None
-            self._end(batch)
-
-    def _completed(self) -> None:
-        """The batch whose completion went with a claim: its answer read (if it is not yet), then its
-        lines; without an answer (lost with the connection), the completion is written again."""
-        if self.completing is not None:
-            (batch, answer), self.completing = self.completing, None
-            if not answer.settled:
-                self.db.settle()
-            self._end(batch, answer.value)
+            self._end(batch, completed)
 
     def close(self) -> None:
         self.runner.alarm.off()

@@ -214,7 +214,7 @@ class Worker:
             return True
         lookout.look()
         claimed = lookout.want_claim and self._claim(keeper)
-        if not claimed or keeper.ended is not None:  # no new jobs to run meanwhile, or no claim took it along
+        if keeper.ended is not None:  # no claim took its completion along
             keeper.finish()
         self._hear(keeper)
         if claimed:
@@ -243,10 +243,10 @@ class Worker:
         if not limit:
             return False
         ended = keeper.ended
-        batch_id, jobs, set_aside, completion = self.claimer.claim(limit, lookout.paused,
-                                                                   ended.batch_id if ended else None)
-        if completion is not None:  # settled once this batch's jobs have started (or at once without jobs)
-            keeper.completion_sent(completion)
+        batch_id, jobs, set_aside, completed = self.claimer.claim(limit, lookout.paused,
+                                                                  ended.batch_id if ended else None)
+        if completed is not None:
+            keeper.finish(completed)  # its lines first: that batch ended before this one was claimed
         if jobs or set_aside:
             self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
         lookout.claimed(full=len(jobs) >= limit, set_aside=set_aside, found=bool(jobs) or set_aside)

@@ -142,14 +142,15 @@ class Statements:
         return int(cur.execute(self.claim, {**self.fixed, "batch_id": batch_id, "limit": limit}))
 
     def claim_and_fetch(self, cur: Any, batch_id: int, limit: int, ended: int | None) -> list[Any]:
-        """One query, as the worker sends it: the claim, the read-back, the ended batch's ack (if any)."""
+        """One query, as the worker sends it: the ended batch's ack (if any), the claim, the read-back."""
         params: dict[str, Any] = {**self.fixed, "batch_id": batch_id, "limit": limit}
-        cur.execute(self.first if ended is None else self.next, {**params, "ended_batch_id": ended})
+        if ended is None:
+            cur.execute(self.first, params)
+        else:
+            cur.execute(self.next, {**params, "ended_batch_id": ended})
+            cur.nextset()
         cur.nextset()
-        rows = list(cur.fetchall())
-        if ended is not None:
-            cur.nextset()  # the ack's answer
-        return rows
+        return list(cur.fetchall())
 
 
 def drain(conn: dict[str, Any], batch: int, claim: str = "update", isolation: str | None = None,

@@ -168,8 +168,8 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
 
 def ceiling_statements() -> str:
     """mysqlq's own claim, read-back and batch ack, for bare.py's ``--statements`` (the W1 ceiling),
-    and the queries the worker sends them in (one per batch: the claim, the read-back, the ended
-    batch's ack)."""
+    and the queries the worker sends them in (one per batch: the ended batch's ack, the claim, the
+    read-back)."""
     return json.dumps({"claim": query("claim_batch"), "fetch": query("fetch_batch"), "ack": query("complete_batch"),
                        "first": claims.claim_query(False), "next": claims.claim_query(True),
                        "waiting": "SELECT 1 FROM mysqlq_jobs WHERE ready_queue = 'default' LIMIT 1"})
@@ -179,7 +179,7 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = DEFAULTS.ba
                isolation: str | None = None, ceiling: bool = False) -> Drain:
     """The bare-SQL reference loop: K processes of bare.py on a fresh job_queue table. With ``ceiling``,
     the same loop runs mysqlq's own statements on a fresh mysqlq_jobs, in the worker's queries (one per
-    batch: the claim, the read-back, the ended batch's ack): what the schema allows
+    batch: the ended batch's ack, the claim, the read-back): what the schema allows
     with nothing around the statements (no checks, no outcomes kept, no logs, no start-up)."""
     dsn = bench.fresh(name, migrate=ceiling)
     conn = bench.connect(dsn)
