@@ -9,13 +9,27 @@ import collections
 import os
 import signal
 import subprocess
+import threading
 import time
+from typing import Any
 
 import pytest
 
 from mysqlq import Job
+from mysqlq.core import logs
+from mysqlq.core.handlers import Registry
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.worker.claimsize import Durations, Tally, claim_limit, surplus
+from mysqlq.core.systemd import Notifier
+from mysqlq.store.db import Database
+from mysqlq.worker.cancels import Cancels
+from mysqlq.worker.claimsize import HORIZON, Durations, Tally, claim_limit, surplus
+from mysqlq.worker.keeper import Keeper
+from mysqlq.worker.leases import Leases
+from mysqlq.worker.limits import Limits
+from mysqlq.worker.metrics import NoMetrics
+from mysqlq.worker.report import Report
+from mysqlq.worker.runner import Prepared, Runner
+from mysqlq.worker.slots import Running
 
 from .conftest import MYSQLQ, QueueDB
 
@@ -143,6 +157,44 @@ def test_slow_jobs_are_not_hoarded_a_blind_full_claim_gives_back_what_it_cannot_
     assert released and all("left for other workers" in line for line in released), released
     starts = [int(r[0]) for r in qdb.records() if r[2] == "start"]
     assert sorted(starts) == sorted(job_id for job_id, _, _ in rows)  # each ran once
+
+
+def test_a_blind_claim_is_looked_at_even_when_the_loop_comes_back_after_the_horizon(qdb: QueueDB) -> None:
+    """A worker busy elsewhere (its first leader chores, say) may come to wait only after its first
+    slow job has passed the claim horizon: the look that gives back what its slots cannot start soon
+    is then due at once, not when the job finishes (until then the other workers would sit idle);
+    and once looked at, the batch is not looked at again and again (no busy loop)."""
+    settings = qdb.settings(concurrency=2)
+    seen: dict[str, Any] = {}
+
+    def run() -> None:  # off the main thread: the keeper's time-limit alarm is not installed
+        log = logs.get_logger("test")
+        db = Database(settings.dsn)
+        keeper = Keeper(settings, Runner(settings, Registry(), log, Cancels()), db, log,
+                        Leases(settings.lease, settings.heartbeat_interval), Limits(Registry(), db, log),
+                        Report(NoMetrics()), Notifier(), lambda queues: None)
+        try:
+            keeper.add(1, time.monotonic(), [ClaimedJob(i, "default", "test.sleep", b"{}", 1, 5, None)
+                                             for i in range(1, 6)], blind=True)
+            job = keeper.batches[1].jobs.popleft()  # in a slot for 0.2 s, not finished
+            started = time.monotonic() - 0.2
+            prepared = Prepared(job, lambda payload, ctx: None, None, 60.0, False, False, started)
+            slot = keeper.slots.free.pop()
+            keeper.slots.running[slot] = Running(job, 1, slot, prepared, started + 60.0)
+            seen["due"], seen["now"] = keeper.deadline(), time.monotonic()
+            keeper.shrink(time.monotonic())
+            seen["kept"], seen["after"] = len(keeper.batches[1].jobs), keeper.deadline()
+        finally:
+            keeper.slots.running.clear()
+            keeper.close()
+            db.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(30)
+    assert seen["due"] is not None and seen["due"] <= seen["now"] - 0.2 + HORIZON + 0.01  # due at once
+    assert seen["kept"] == 1  # the free slot's one; the other three went back
+    assert seen["after"] > seen["now"] + 30  # looked at: only the running job's time limit is left
 
 
 @pytest.mark.parametrize("concurrency", ["1", "3"])

@@ -50,6 +50,7 @@ class Batch:
     in_flight: int = 0
     keyed: bool = False  # some of its jobs carry a concurrency key (mysqlq.worker.limits)
     blind: bool = False  # claimed in full before its queue's durations were known (see shrink)
+    looked: float = 0.0  # when shrink last looked at it (monotonic)
 
 
 def cancelled(outcome: Outcome) -> Outcome:
@@ -126,17 +127,26 @@ class Keeper:
         longest = now - min(starts) if starts else 0.0
         return longest if longest >= HORIZON else None
 
+    def _horizon(self, queue: str) -> float | None:
+        """When the longest-running job of ``queue`` in a slot passes the claim horizon (None: none runs)."""
+        starts = [r.prepared.started for r in self.slots.running.values() if r.job.queue == queue]
+        return min(starts) + HORIZON if starts else None
+
     def deadline(self) -> float | None:
         """When the worker must look again even if nothing happens: now when jobs wait to be started,
         else a flush or a job's limit."""
         if self._yielded:
             return time.monotonic()
         times = [batch.buffer.due_at for batch in self.batches.values() if batch.buffer.due_at != math.inf]
-        if self.slots.running and any(batch.blind and batch.jobs for batch in self.batches.values()):
-            # A blind claim is sized again once a job has run past the horizon without finishing.
-            at = min(r.prepared.started for r in self.slots.running.values()) + HORIZON
-            if at > time.monotonic():
-                times.append(at)
+        if self.slots.running:
+            # A blind claim is sized again once a job of its queue has run past the horizon without
+            # finishing: then, or at once when the loop comes to wait later than that (a busy
+            # moment), unless it has been looked at since.
+            for batch in self.batches.values():
+                if batch.blind and batch.jobs:
+                    at = self._horizon(batch.jobs[0].queue)
+                    if at is not None and at > batch.looked:
+                        times.append(at)
         job = self.slots.next_deadline(time.monotonic())
         if job is not None:
             times.append(job)
@@ -193,6 +203,7 @@ class Keeper:
                 batch.blind = False
                 continue
             queue = batch.jobs[0].queue
+            batch.looked = now
             estimate = self.estimate(queue, now)
             if estimate is None:
                 continue
