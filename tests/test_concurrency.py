@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import os
+import random
 import signal
 import subprocess
 import threading
@@ -204,22 +205,29 @@ def test_a_worker_frozen_past_its_lease_runs_nothing_more_of_the_stale_claim(qdb
     worker = qdb.worker("--concurrency", concurrency, "--lease", "3", "--heartbeat-interval", "0.5",
                         "--no-processlist-check", "--name", "frozen")
     qdb.wait_for(lambda: len(qdb.records()) >= 20, what="the drain to be under way")
-    os.kill(worker.pid, signal.SIGSTOP)
-    try:
-        time.sleep(0.2)  # let a statement in flight land
-        # Its claims are taken over while it is frozen (as the reaper would, once the lease lapsed).
-        stolen = {row[0] for row in qdb.query(
-            "SELECT id FROM mysqlq_jobs WHERE worker = 'frozen' AND status = 'running'")}
-        qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, running_batch = 999, worker = 'thief' WHERE worker = 'frozen'"
-                  " AND status = 'running'")
-        ran_before = {int(r[0]) for r in qdb.records()}
-        time.sleep(3.5)  # past its lease
-    finally:
-        os.kill(worker.pid, signal.SIGCONT)
+    stolen: set[int] = set()
+    for _ in range(50):  # freeze it at a moment it holds claimed jobs it has not started yet
+        os.kill(worker.pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.2)  # let a statement in flight land
+            held = {row[0] for row in qdb.query(
+                "SELECT id FROM mysqlq_jobs WHERE worker = 'frozen' AND status = 'running'")}
+            ran_before = {int(r[0]) for r in qdb.records()}  # a job's record is written as it starts
+            if held - ran_before:
+                # Its claims are taken over while it is frozen (as the reaper would, once the lease lapsed).
+                stolen = held
+                qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, running_batch = 999, worker = 'thief'"
+                          " WHERE worker = 'frozen' AND status = 'running'")
+                time.sleep(3.5)  # past its lease
+        finally:
+            os.kill(worker.pid, signal.SIGCONT)
+        if stolen:
+            break
+        time.sleep(0.01 * random.random())
     time.sleep(2)
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
-    assert stolen, "the worker held no claim when frozen"
+    assert stolen, "the worker never held an unstarted claimed job when frozen"
     ran_after = [int(r[0]) for r in qdb.records()[len(ran_before):]]
     assert not set(ran_after) & stolen  # none of the stale batch ran again
     logs = qdb.logs()
