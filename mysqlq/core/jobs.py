@@ -193,6 +193,13 @@ def _first_loads(document: str | bytes) -> Any:
 _fast_loads: Callable[[str | bytes], Any] = _first_loads
 
 
+def load_decoder() -> None:
+    """Import the payload decoder now (a worker, before its first job: the import is not that job's
+    time, which sizes the next claims)."""
+    if _fast_loads is _first_loads:
+        _first_loads(b"0")
+
+
 def loads_strict(document: str | bytes) -> Any:
     """``json.loads`` that accepts only JSON: ValueError for NaN/Infinity and for nesting too deep.
 

@@ -15,7 +15,7 @@ from mysqlq.core import logs
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout, ResultNotStored
 from mysqlq.core.handlers import Registry, declared_time_limit, is_transactional
-from mysqlq.core.jobs import ClaimedJob, decode_payload, encode_result, loads_strict
+from mysqlq.core.jobs import ClaimedJob, decode_payload, encode_result, load_decoder, loads_strict
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, is_transient, transaction
 from mysqlq.worker.cancels import Cancels
@@ -135,6 +135,7 @@ class Runner:
         self.read_parents = ParentsReader(settings)
         self.site = Site(settings.worker_name, log, self.read_parents)  # what every job's context shares
         self.specs: dict[str, HandlerSpec] = {}
+        load_decoder()  # its import is not the first job's time either
         self.default_limit = settings.time_limit
 
     def spec(self, name: str) -> HandlerSpec:
@@ -155,11 +156,16 @@ class Runner:
             payload = decode_payload(job.payload)
         except (ValueError, UnicodeDecodeError) as exc:
             return undecodable(exc, started)
-        try:
-            spec = self.spec(job.handler)
-        except (HandlerNotFound, HandlerLoadError) as exc:
-            # Retried like any failure: during a rolling deploy another worker may have it.
-            return Outcome("failed", time.monotonic() - started, str(exc))
+        spec = self.specs.get(job.handler)
+        if spec is None:
+            try:
+                spec = self.spec(job.handler)
+            except (HandlerNotFound, HandlerLoadError) as exc:
+                # Retried like any failure: during a rolling deploy another worker may have it.
+                return Outcome("failed", time.monotonic() - started, str(exc))
+            # The first lookup imports the handler's module: a cost of the worker's start, not of
+            # this job, whose time sizes the next claims (a blind claim would shrink for it).
+            started = time.monotonic()
         limit = job.time_limit or spec.limit or self.default_limit
         return Prepared(job, spec.func, payload, limit, spec.transactional, spec.is_async, started)
 
