@@ -134,6 +134,7 @@ class Worker:
                     self.heartbeat.hint_entry = self.listener.registry_entry
                 except OSError as exc:
                     self.log.warning("hint.unavailable", error=str(exc), note="polling only")
+            self.keeper.runner.registry.preload()  # now, not at the first job (which then starts sooner)
             self.maintainer.prepare(self.services.db)
             self.heartbeat.register()
             self.services.start()

@@ -1,15 +1,19 @@
-"""A job's time starts once its handler is found: the first lookup of a handler imports its module (and
-scans the installed entry points), a cost of the worker's start. Counted as the first job's time, it
-made no-op jobs look slow enough that a worker's first full claim gave most of its jobs back.
-Server-free: the runner alone."""
+"""What a worker's first job costs. A job's time starts once its handler is found: the first lookup
+of a handler imports its module, a cost of the worker's start. Counted as the first job's time, it
+made no-op jobs look slow enough that a worker's first full claim gave most of its jobs back. And a
+worker reads the installed entry points as it starts, not at its first job. Server-free."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-from mysqlq.core import logs
+import pytest
+
+from mysqlq.core import handlers, logs
 from mysqlq.core.config import Settings
+from mysqlq.core.errors import HandlerNotFound
 from mysqlq.core.handlers import Handler, Registry
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.worker.cancels import Cancels
@@ -61,3 +65,27 @@ def test_a_worker_loads_the_payload_decoder_before_its_first_job() -> None:
             "from mysqlq.worker.runner import Runner\n")
     assert "orjson" not in loaded_after(made)  # the check sees what was imported
     assert "orjson" in loaded_after(made + "Runner(Settings(), Registry(), logs.get_logger('x'), Cancels())")
+
+
+def test_the_entry_points_are_read_once_at_start_and_again_only_for_a_name_not_found(monkeypatch: Any) -> None:
+    from importlib.metadata import EntryPoint
+
+    reads: list[int] = []
+    installed = {"a.one": EntryPoint("a.one", "json:dumps", "mysqlq.handlers")}
+
+    def read() -> dict[str, EntryPoint]:
+        reads.append(1)
+        return dict(installed)
+
+    monkeypatch.setattr(handlers, "_entry_points", read)
+    registry = Registry()
+    registry.preload()
+    assert len(reads) == 1
+    dumps: Any = json.dumps
+    loads: Any = json.loads
+    assert registry.resolve("a.one") is dumps and len(reads) == 1  # from what was read at start
+    installed["b.two"] = EntryPoint("b.two", "json:loads", "mysqlq.handlers")  # installed by a deploy since
+    assert registry.resolve("b.two") is loads and len(reads) == 2  # a miss reads them again
+    with pytest.raises(HandlerNotFound):
+        registry.resolve("c.three")
+    assert len(reads) == 3
