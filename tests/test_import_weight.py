@@ -24,6 +24,16 @@ def test_import_mysqlq_loads_no_worker_and_no_entry_points() -> None:
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
+def test_neither_a_producer_nor_a_worker_loads_importlib_resources_or_tempfile() -> None:
+    """The SQL files are read beside their module; the hint directory's fallback imports tempfile
+    only when it is needed: 8 ms of imports (shutil, the compressors) no process pays."""
+    unneeded = {"importlib.resources", "tempfile", "shutil", "bz2", "lzma"}
+    loaded = loaded_after("import mysqlq\nimport mysqlq.worker.loop\nfrom mysqlq.store.sql import query, migrations\n"
+                          "query('claim_batch')\nmigrations()")
+    assert "mysqlq.hint.local" in loaded and "mysqlq.store.sql" in loaded  # the check sees what was imported
+    assert not loaded & unneeded, sorted(loaded & unneeded)
+
+
 def test_orjson_comes_with_the_first_decode() -> None:
     decoded = "import mysqlq\nfrom mysqlq.core.jobs import decode_payload\nassert decode_payload(b'[1]') == [1]"
     assert "orjson" in loaded_after(decoded)

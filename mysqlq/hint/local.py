@@ -13,7 +13,6 @@ import errno
 import hashlib
 import os
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -30,6 +29,8 @@ log = logs.get_logger("mysqlq.hint")
 
 
 def _fallback_dir() -> Path:
+    import tempfile  # here: with shutil and the compression modules it brings, 5 ms that most never need
+
     return Path(tempfile.gettempdir()) / f"mysqlq-{os.getuid()}"
 
 

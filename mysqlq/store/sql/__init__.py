@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
+# Read as files beside this module (a package installed from a wheel is unpacked on disk):
+# importlib.resources would cost every process 8 ms of imports (tempfile, shutil, the compressors).
+HERE = Path(__file__).parent
 _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
 
@@ -13,7 +16,7 @@ _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 def queries() -> dict[str, str]:
     """Map of query name to statement, from every ``*.sql`` file here (``-- name: x`` headers)."""
     found: dict[str, str] = {}
-    for entry in sorted(resources.files(__package__).iterdir(), key=lambda e: e.name):
+    for entry in sorted(HERE.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".sql"):
             continue
         chunks = _HEADER.split(entry.read_text(encoding="utf-8"))
@@ -32,7 +35,7 @@ def query(name: str) -> str:
 
 def migrations() -> list[tuple[int, list[str]]]:
     """(version, statements) for each numbered file in ``migrations/``, in order."""
-    folder = resources.files(__package__).joinpath("migrations")
+    folder = HERE / "migrations"
     found = []
     for entry in folder.iterdir():
         match = re.fullmatch(r"(\d{4})_\w+\.sql", entry.name)
