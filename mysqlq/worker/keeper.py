@@ -123,9 +123,8 @@ class Keeper:
         average = self.by_queue.get(queue)
         if average is not None:
             return average
-        starts = [r.prepared.started for r in self.slots.running.values() if r.job.queue == queue]
-        longest = now - min(starts) if starts else 0.0
-        return longest if longest >= HORIZON else None
+        at = self._horizon(queue)
+        return None if at is None or now < at else now - (at - HORIZON)
 
     def _horizon(self, queue: str) -> float | None:
         """When the longest-running job of ``queue`` in a slot passes the claim horizon (None: none runs)."""
