@@ -9,6 +9,8 @@ and measure its CPU per job without a profiler.
 ``--against DIR`` (a worktree of another commit, e.g. ``git worktree add /tmp/base HEAD~3``) runs
 that code (``PYTHONPATH=DIR``) and this checkout's in turn, run by run, and compares them: on a
 shared machine whose speed moves between runs, only alternating runs compare two versions fairly.
+For ``cpu``, each version's database is migrated by that version (an older commit refuses a newer
+schema).
 
 Needs py-spy in the venv (``.venv/bin/pip install py-spy``).  Prints, for the worker's main thread,
 the share of sampled (non-idle) time spent in each function (inclusive) and the top self-time lines,
@@ -73,7 +75,10 @@ def worker_cpu(bench: Bench, n: int, level: str, options: list[str], code: str |
     and sys CPU seconds (the process's own, start-up included), the wall time, the jobs' statuses and,
     with ``parts``, the main thread's CPU by part of the loop (parts_worker.py). ``code``: run the
     mysqlq found there (PYTHONPATH) instead of this checkout's."""
-    dsn = bench.fresh("cpu")
+    dsn = bench.fresh("cpu", migrate=code is None)
+    if code:  # that code's own schema: an older commit refuses a newer one
+        subprocess.run([MYSQLQ, "--dsn", dsn_url(dsn), "migrate"], env=clean_env({"PYTHONPATH": code}), check=True,
+                       stdout=subprocess.DEVNULL)
     conn = bench.connect(dsn)
     cur = conn.cursor()
     fill_jobs(cur, n)
