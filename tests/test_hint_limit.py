@@ -11,7 +11,7 @@ import pytest
 
 from mysqlq import Dsn, Settings
 from mysqlq.hint import Listener, wire
-from mysqlq.hint.limit import BURST, RATE, WakeBudget
+from mysqlq.hint.limit import BURST, HERD, RATE, WakeBudget
 
 
 class Clock:
@@ -80,30 +80,84 @@ def test_a_flood_of_valid_hints_wakes_the_worker_at_the_rate_and_postpones_the_r
     for _ in range(60):  # 60 wake-ups' worth of hints in 1 s; none of them leads to a job
         send(listener, 3)
         clock.now += 1 / 60
-        woke += listener.wake(listener.sockets, ["default"], (), progress=0).claim
+        wake = listener.wake(listener.sockets, ["default"], ())
+        woke += wake.claim
+        if wake.claim:
+            listener.settle(False)  # its claim found nothing
     assert BURST <= woke <= BURST + RATE * 1
+    assert listener.postponed == 60 - woke
     postponed = listener.deferred_for()
     assert postponed is not None and postponed > 0  # the last one is waiting for a token, not dropped
     clock.now += 1.0
-    assert listener.wake([], ["default"], (), progress=0).claim
+    assert listener.wake([], ["default"], ()).claim
 
 
 def test_hints_that_bring_jobs_are_never_slowed(listener: Listener) -> None:
     listener.budget = WakeBudget(clock=Clock())  # time stands still: no token ever comes back by waiting
-    for progress in range(200):
+    for _ in range(200):
         send(listener, 1)
-        assert listener.wake(listener.sockets, ["default"], (), progress=progress).claim
+        assert listener.wake(listener.sockets, ["default"], ()).claim
+        listener.settle(True)  # its claim found jobs: proof enough, whenever their outcomes are written
+    assert listener.postponed == 0
+
+
+def test_a_wake_up_that_sent_no_claim_costs_nothing(listener: Listener) -> None:
+    listener.budget = WakeBudget(clock=Clock())
+    for _ in range(200):  # every slot busy: the hint asks for a claim the worker cannot send yet
+        send(listener, 1)
+        assert listener.wake(listener.sockets, ["default"], ()).claim
+        listener.settle(None)
+    assert listener.postponed == 0
+
+
+def test_the_herd_is_paid_for_by_the_wake_up_that_found_the_job() -> None:
+    """Four idle workers hinted for every commit, 50 commits a second for a minute: each commit's
+    job is found by one of them (in turn, or always the same one), the other three find nothing.
+    No worker's wake-up is ever postponed."""
+    for winners in ([0, 1, 2, 3], [0], [0, 0, 0, 1]):
+        clock = Clock()
+        budgets = [WakeBudget(clock=clock) for _ in range(4)]
+        postponed = [0, 0, 0, 0]
+        for commit in range(50 * 60):
+            clock.now += 0.02
+            winner = winners[commit % len(winners)]
+            for index, budget in enumerate(budgets):
+                if budget.take() > 0:
+                    postponed[index] += 1
+                elif index == winner:
+                    budget.found()
+                else:
+                    budget.found_nothing()
+        # a worker that finds jobs is never postponed; one that never does runs out (others serve)
+        assert [postponed[index] for index in set(winners)] == [0] * len(set(winners)), postponed
+        assert all(postponed[index] > 0 for index in range(4) if index not in winners), postponed
+
+
+def test_a_flood_beside_real_jobs_costs_at_most_the_herd_allowance_per_job_found() -> None:
+    clock = Clock()
+    budget = WakeBudget(clock=clock)
+    woke = found = 0
+    for tick in range(10_000):  # a forged-looking flood of a hint a millisecond for 10 s ...
+        clock.now += 0.001
+        if budget.take() == 0.0:
+            woke += 1
+            if tick % 100 == 0:  # ... while this worker really finds a job 10 times a second
+                found += 1
+                budget.found()
+            else:
+                budget.found_nothing()
+    assert woke - found <= BURST + RATE * 10 + HERD * found
 
 
 def test_hints_for_other_queues_or_paused_ones(listener: Listener) -> None:
     send(listener, 1, "reports")
-    wake = listener.wake(listener.sockets, ["default"], (), progress=0)
+    wake = listener.wake(listener.sockets, ["default"], ())
     assert not wake.claim and not wake.poll
     send(listener, 1, "default")
-    wake = listener.wake(listener.sockets, ["default"], ("default",), progress=0)
+    wake = listener.wake(listener.sockets, ["default"], ("default",))
     assert wake.poll and not wake.claim
     send(listener, 1, wire.ANY_QUEUE)
-    assert listener.wake(listener.sockets, ["default"], (), progress=0).claim
+    assert listener.wake(listener.sockets, ["default"], ()).claim
 
 
 def test_unsigned_datagrams_are_counted_and_ignored(listener: Listener) -> None:
@@ -113,7 +167,7 @@ def test_unsigned_datagrams_are_counted_and_ignored(listener: Listener) -> None:
         for _ in range(50):
             sock.sendto(b"default\n0", (host, int(port)))
             sock.sendto(wire.encode(bytes(32), "default", 0), (host, int(port)))
-    wake = listener.wake(listener.sockets, ["default"], (), progress=0)
+    wake = listener.wake(listener.sockets, ["default"], ())
     assert not wake.claim
     assert listener.rejected == {"malformed": 50, "bad signature": 50}
 
@@ -125,7 +179,7 @@ def test_network_hints_work_when_the_hint_directory_cannot_be_used(tmp_path: pat
     try:
         assert listener.local is None and listener.sockets == [listener.udp]
         send(listener, 1)
-        assert listener.wake(listener.sockets, ["default"], (), progress=0).claim
+        assert listener.wake(listener.sockets, ["default"], ()).claim
     finally:
         listener.close()
 
@@ -149,7 +203,7 @@ def test_hints_from_a_clock_far_off_are_refused_and_said_once(tmp_path: pathlib.
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             for _ in range(3):
                 sock.sendto(wire.encode(listener.key, "default", 0, now=time.time() - 3600), (host, int(port)))
-        assert not listener.wake(listener.sockets, ["default"], (), progress=0).claim
+        assert not listener.wake(listener.sockets, ["default"], ()).claim
         assert listener.rejected == {"outside the time window": 3}
         warnings = [event for level, event, _ in log.events if level == "warning"]
         assert warnings == ["hint.clock_skew"]

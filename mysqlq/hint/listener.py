@@ -1,7 +1,8 @@
 """A worker's end of the hint channel: its unix socket, its UDP socket, and what hints may cost.
 
 The worker selects on ``sockets``; ``wake()`` reads what arrived and says what to do: claim now,
-poll now (a paused queue may have been resumed), or look for due jobs after a delay.
+poll now (a paused queue may have been resumed), or look for due jobs after a delay; ``settle()``
+hears what the claim that followed found, which decides what the wake-up cost (mysqlq.hint.limit).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +36,13 @@ class Wake:
 class Listener:
     """Unix and UDP hint sockets, the key that signs this worker's network hints, and the wake budget."""
 
-    def __init__(self, settings: Settings, log: Any = None) -> None:
+    def __init__(self, settings: Settings, log: Any = None, newest_job: Callable[[], int] | None = None) -> None:
         self.log = log or logs.get_logger("mysqlq.hint")
+        # The database's newest job id, asked for when the budget runs low: a wake-up that found
+        # nothing while jobs were enqueued was the herd's (another worker took the job), not a flood's.
+        self.newest_job = newest_job
+        self._arrivals = 0  # jobs enqueued that no fruitless wake-up has been excused by yet
+        self._newest: int | None = None
         self.local: LocalListener | None = None
         try:
             self.local = LocalListener(settings)
@@ -53,7 +59,8 @@ class Listener:
         if not self.sockets:
             raise OSError("no hint socket could be bound")
         self.rejected: dict[str, int] = {}
-        self._charged: int | None = None  # progress mark when the last wake-up took a token
+        self._charged = False  # the last wake-up took a token that its claim has not settled yet
+        self.postponed = 0  # wake-ups that waited for a token
         self._deferred: Wake | None = None  # a wake-up waiting for a token
         self._deferred_at = 0.0
         self._skew_warned = False
@@ -90,13 +97,10 @@ class Listener:
             return None
         return max(0.0, self._deferred_at - (time.monotonic() if now is None else now))
 
-    def wake(self, readable: Iterable[Any], queues: Collection[str], paused: Collection[str],
-             progress: int) -> Wake:
-        """Read the sockets in ``readable``; ``progress`` counts jobs run so far (a wake-up that led
-        to some costs nothing)."""
-        if self._charged is not None and progress != self._charged:
-            self.budget.give_back()
-        self._charged = None
+    def wake(self, readable: Iterable[Any], queues: Collection[str], paused: Collection[str]) -> Wake:
+        """Read the sockets in ``readable``; what the claim after a wake-up finds is told to ``settle``."""
+        if self._charged:  # no claim followed the last wake-up (the worker had no use for one)
+            self.settle(None)
         wake, delayed = self._deferred or Wake(), None
         self._deferred = None
         for hint in self._read(readable):
@@ -111,13 +115,49 @@ class Listener:
             wait = self.budget.take()
             if wait > 0:
                 self._deferred, self._deferred_at = wake, time.monotonic() + wait
+                self.postponed += 1
+                self.log.debug("hint.postponed", seconds=round(wait, 3))
                 return Wake()
-            self._charged = progress
+            self._charged = True
             self.log.debug("hint.wake", claim=wake.claim, poll=wake.poll)
         # A due delay needs a token too, else it is dropped: the poll reads the next due time anyway.
-        if delayed is not None and (self._charged is not None or self.budget.take() == 0):
+        if delayed is not None and (self._charged or self.budget.take() == 0):
             wake.due = delayed
         return wake
+
+    def settle(self, found: bool | None) -> None:
+        """What the claim after the last hinted wake-up found: jobs (True), nothing (False), or no
+        claim was sent (None: no slot was free). Only a claim that found nothing costs a token."""
+        if not self._charged:
+            return
+        self._charged = False
+        if found is None:
+            self.budget.give_back()
+        elif found:
+            self.budget.found()
+        elif self._herd():
+            self.budget.give_back()
+        else:
+            self.budget.found_nothing()
+
+    def _herd(self) -> bool:
+        """Was a wake-up that found nothing one of a herd? With tokens to spare it is not asked (the
+        wake-ups that find work pay for most of the herd, see WakeBudget.found). Else: it was if jobs
+        were enqueued since the last time this was asked that no other fruitless wake-up was excused
+        by. So a flood of hints costs at most the budget, plus one wake-up per job enqueued meanwhile."""
+        if self.newest_job is None or not self.budget.low:
+            return False
+        try:
+            newest = self.newest_job()
+        except Exception:  # the claim's own connection failing: the next claim says so; charge
+            return False
+        if self._newest is not None and newest > self._newest:
+            self._arrivals += newest - self._newest
+        self._newest = newest
+        if self._arrivals:
+            self._arrivals -= 1
+            return True
+        return False
 
     def _read(self, readable: Iterable[Any]) -> list[Hint]:
         ready = set(readable)

@@ -34,6 +34,19 @@ def poll(cur: Cursor, queues: Sequence[str], beacon: str) -> PollResult:
     )
 
 
+def newest_job_id(cur: Cursor) -> int:
+    """The largest job id (0 without jobs): one read at the end of the primary key."""
+    execute(cur, "newest_job_id")
+    row = cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def claimed_lately(cur: Cursor, queues: Sequence[str], seconds: float) -> bool:
+    """Did any worker claim jobs of these queues in the last ``seconds``?"""
+    execute_in(cur, "claimed_lately", queues, round(seconds * 1e6))
+    return cur.fetchone() is not None
+
+
 def promote_due(cur: Cursor, limit: int = 1000) -> int:
     return execute(cur, "promote_due", {"limit": limit})
 

@@ -21,6 +21,7 @@ from mysqlq.core.handlers import Registry
 from mysqlq.core.systemd import Notifier
 from mysqlq.leader.elector import Elector
 from mysqlq.leader.maintainer import Maintainer
+from mysqlq.store import claims
 from mysqlq.store.db import FOREVER, Database, RetryPolicy, StopRequested
 from mysqlq.store.schema import check_schema, migration_running
 from mysqlq.worker import metrics as worker_metrics
@@ -130,7 +131,8 @@ class Worker:
         try:
             if self.settings.hint:  # before registering: the registry row says where network hints go
                 try:
-                    self.listener = hint.Listener(self.settings, self.log)
+                    self.listener = hint.Listener(self.settings, self.log,
+                                                  lambda: self.db.run(claims.newest_job_id))
                     self.heartbeat.hint_entry = self.listener.registry_entry
                 except OSError as exc:
                     self.log.warning("hint.unavailable", error=str(exc), note="polling only")
@@ -162,8 +164,9 @@ class Worker:
                 self.services.db.close()  # it registered, or tried to
             self.db.close()
             if beating:  # a worker refused at registration never started: the CLI says why
+                hinted = {"hints_postponed": self.listener.postponed} if self.listener else {}
                 self.log.info("worker.stopped", done=self.report.done, failed=self.report.failed,
-                              exit_code=exit_code)
+                              exit_code=exit_code, **hinted)
             logs.flush()
         return exit_code
 
@@ -214,11 +217,13 @@ class Worker:
             self._wait()
             return True
         lookout.look()
-        claimed = lookout.want_claim and self._claim(keeper)
+        found = self._claim(keeper) if lookout.want_claim else False
+        if self.listener:  # a hinted wake-up costs a token only when its claim (or poll) found nothing
+            self.listener.settle(found)
         if keeper.ended is not None:  # no claim took its completion along
             keeper.finish()
         self._hear(keeper)
-        if claimed:
+        if found:
             return True
         if self.settings.burst and keeper.empty and not lookout.want_claim:
             drained = lookout.drained()
@@ -234,15 +239,17 @@ class Worker:
             self.lookout.due_in(retry_in)
         self.lookout.ready_in(ready)
 
-    def _claim(self, keeper: Keeper) -> bool:
-        """Claim what the slots can start soon (mysqlq.worker.claimsize); True when jobs came."""
+    def _claim(self, keeper: Keeper) -> bool | None:
+        """Claim what the slots can start soon (mysqlq.worker.claimsize): True when jobs came (or were
+        set aside, blocked by their concurrency limit), False when none did, None when no claim was sent
+        (no slot free for one)."""
         settings, lookout = self.settings, self.lookout
         first = lookout.first_queue()
         claimed_at = time.monotonic()  # the lease runs from no earlier than this
         average = keeper.estimate(first, claimed_at) if first is not None else None
         limit = claim_limit(settings.concurrency, len(keeper.slots.free), keeper.stock, average, settings.batch_size)
         if not limit:
-            return False
+            return None
         ended = keeper.ended
         batch_id, jobs, set_aside, completed = self.claimer.claim(limit, lookout.paused,
                                                                   ended.batch_id if ended else None)
@@ -252,7 +259,7 @@ class Worker:
             self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
         lookout.claimed(full=len(jobs) >= limit, set_aside=set_aside, found=bool(jobs) or set_aside)
         if not jobs:
-            return False
+            return set_aside
         keeper.add(batch_id, claimed_at, jobs, blind=average is None)
         self._report(keeper)
         return True
@@ -295,8 +302,7 @@ class Worker:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_r, 512)
         if self.listener:
-            self.lookout.hinted(self.listener.wake(readable, self.settings.queues, self.lookout.paused,
-                                                   self.report.done + self.report.failed))
+            self.lookout.hinted(self.listener.wake(readable, self.settings.queues, self.lookout.paused))
 
     def _ping_watchdog(self) -> None:
         period = self.notifier.watchdog_interval

@@ -262,3 +262,23 @@ def _effect(ctx: mysqlq.JobContext) -> None:
     assert ctx.conn is not None
     with ctx.conn.cursor() as cur:
         cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+
+
+_probe = threading.local()  # each slot's thread keeps a connection of its own, as a handler should
+
+
+def probe(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """A job as a real one looks: note how long after ``payload["t"]`` (its enqueue time) it started,
+    then one small INSERT on the handler's own connection (to MYSQLQ_DSN), into ``probe_rows``."""
+    started = time.time()
+    conn = getattr(_probe, "conn", None)
+    if conn is None:
+        from mysqlq.core.config import Dsn
+        from mysqlq.store.db import connect
+
+        conn = _probe.conn = connect(Dsn.parse(os.environ["MYSQLQ_DSN"]))
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO probe_rows (job_id) VALUES (%s)", (ctx.job_id,))
+    conn.commit()
+    _append(f"{ctx.job_id} {os.getpid()} {(started - float(payload['t'])) * 1000:.3f}")
+
