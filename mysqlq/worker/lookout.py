@@ -11,6 +11,12 @@ from mysqlq.hint import Wake
 from mysqlq.leader.elector import Elector
 from mysqlq.store import claims
 from mysqlq.store.db import Database
+from mysqlq.worker.claimsize import HORIZON
+
+# A claim made before its queue's durations were known gives back what its slots cannot start soon
+# once a job has run past the horizon: a burst worker that found nothing waits this long after such
+# a claim before it calls the queues drained (its hint brings it the jobs given back).
+GIVE_BACK_WINDOW = 4 * HORIZON
 
 
 class Lookout:
@@ -25,6 +31,7 @@ class Lookout:
         self.next_due: float | None = None  # monotonic: a delayed or retried job of ours comes due
         self.paused: frozenset[str] = frozenset()
         self.polled_since_claim = False
+        self.found_any = False  # a claim of ours ever found jobs
 
     def look(self) -> None:
         """Poll when its time has come, and make due scheduled jobs ready when one is due."""
@@ -59,6 +66,7 @@ class Lookout:
         self.want_claim = full
         if found:
             self.polled_since_claim = False
+            self.found_any = True
         if set_aside:
             self.next_poll = 0.0
 
@@ -85,9 +93,18 @@ class Lookout:
         if not self.polled_since_claim:
             self.next_poll = 0.0  # look once more before deciding the queue is drained
             return False
+        if not self.found_any and self._claimed_lately():
+            # Workers started together: another one's first claim may hold every job, and give back
+            # what its slots cannot start soon. Wait for that (its hint wakes us), then look again.
+            self.next_poll = min(self.next_poll, time.monotonic() + GIVE_BACK_WINDOW)
+            return None
         if self.next_due is None or self.next_due - time.monotonic() > self.settings.poll_interval:
             return True
         return None
+
+    def _claimed_lately(self) -> bool:
+        queues = [queue for queue in self.settings.queues if queue not in self.paused]
+        return bool(queues) and self.db.run(lambda cur: claims.claimed_lately(cur, queues, GIVE_BACK_WINDOW))
 
     def first_queue(self) -> str | None:
         """The first of our queues that is not paused (its durations size the claims)."""

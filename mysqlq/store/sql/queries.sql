@@ -131,6 +131,16 @@ SELECT
     AS leader_remaining_us,
   IS_USED_LOCK(%s) IS NULL AS beacon_free;
 
+-- name: claimed_lately
+-- A burst worker's last look before it exits, when it has found nothing yet: did a worker claim jobs of
+-- these queues lately (the parameter, in microseconds)? A claim made before its queue's durations were known
+-- holds a whole batch and gives back, soon after, what its slots cannot start (another may run them).
+-- Only running rows are read (their entries lead mysqlq_jobs_state).
+SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch IS NOT NULL AND queue IN ({ids})
+   AND started_at > NOW(6) - INTERVAL %s MICROSECOND
+ LIMIT 1;
+
 -- name: promote_due
 -- Make scheduled jobs (delayed or waiting to retry) whose time has come ready: the first rows of
 -- mysqlq_jobs_scheduled (only scheduled jobs have a scheduled_at).
