@@ -1,6 +1,7 @@
 """The only code that runs SQL: small functions over a cursor, one module per concern.
 
-Each function runs named statements from ``mysqlq/store/sql/queries.sql``; callers decide the retry
+Each function runs statements by name (``-- name: x`` headers in the ``*.sql`` files of
+``mysqlq/store/sql/``, loaded by ``mysqlq.store.sql.queries``); callers decide the retry
 (``mysqlq.store.db.Database.run``) and the transaction.
 """
 

@@ -1,6 +1,12 @@
--- Every statement mysqlq runs. Each one stands under a "-- name: x" header with a line saying
--- what it is for; mysqlq.store is the only code that runs them. Parameters are %(name)s; a
--- statement with "{ids}" gets one %(...)s placeholder per element of a list (see mysqlq.store.in_list).
+-- The core statements: the schema's bookkeeping, enqueueing, claiming, outcomes, workers and
+-- leases, leadership and stats. The others live in the other *.sql files of this folder, one per
+-- concern (hints, limits, schedules, dependencies, operations, the dashboard), the migrations in
+-- migrations/. mysqlq.store.sql.queries() reads every *.sql file here, and a name may be defined
+-- only once across them. Conventions, for every file here: each statement stands under a
+-- "-- name: x" header with a line saying what it is for; mysqlq.store is the only code that runs
+-- them. Parameters are %(name)s or %s; a statement with "{ids}" gets one %s placeholder per
+-- element of a list (see mysqlq.store.expand and mysqlq.store.execute_in), and a "{rows}" or
+-- "{database}" is filled in by the one function that runs it (mysqlq.store.jobs, mysqlq.store.schema).
 -- Dialect notes (MariaDB 10.6+ and MySQL 8.0+ both run every statement here):
 --   * no RETURNING (MariaDB only); bulk inserts return a count, single inserts use LAST_INSERT_ID;
 --   * SKIP LOCKED exists in both; information_schema.PROCESSLIST exists in both (deprecated in MySQL 8).
