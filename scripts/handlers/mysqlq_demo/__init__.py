@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import threading
 import time
 from typing import Any
 
@@ -31,11 +32,33 @@ def noop(payload: Any, ctx: Any) -> None:
 
 def latency(payload: Any, ctx: Any) -> None:
     """Record start minus enqueue time (wall clock, same host) to MYSQLQ_BENCH_LATENCY_FILE."""
-    started = time.time()
+    _record_latency(time.time(), payload)
+
+
+def _record_latency(started: float, payload: Any) -> None:
     path = os.environ.get("MYSQLQ_BENCH_LATENCY_FILE")
     if path:
-        with open(path, "a", encoding="utf-8") as out:
+        with open(path, "a", encoding="utf-8") as out:  # one short write per line: atomic with O_APPEND
             out.write(f"{(started - float(payload['t'])) * 1000:.3f}\n")
+
+
+_io = threading.local()  # each slot's thread keeps a connection of its own, as a real handler would
+
+
+def latency_io(payload: Any, ctx: Any) -> None:
+    """``latency``, then a job's usual work: one small INSERT into ``bench_io`` on the handler's own
+    connection (one per thread, kept) to the database MYSQLQ_BENCH_IO_DSN names."""
+    started = time.time()
+    conn = getattr(_io, "conn", None)
+    if conn is None:
+        from mysqlq import Dsn
+        from mysqlq.store.db import connect
+
+        conn = _io.conn = connect(Dsn.parse(os.environ["MYSQLQ_BENCH_IO_DSN"]))
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO bench_io (job_id) VALUES (%s)", (ctx.job_id,))
+    conn.commit()
+    _record_latency(started, payload)
 
 
 def sleep(payload: Any, ctx: Any) -> None:
