@@ -14,7 +14,8 @@ _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
 @cache
 def queries() -> dict[str, str]:
-    """Map of query name to statement, from every ``*.sql`` file here (``-- name: x`` headers)."""
+    """Map of query name to statement, from every ``*.sql`` file here (``-- name: x`` headers; the
+    schema files, printed for reading, have none and add nothing)."""
     found: dict[str, str] = {}
     for entry in sorted(HERE.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".sql"):

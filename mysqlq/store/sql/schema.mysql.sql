@@ -1,0 +1,134 @@
+-- The schema the migrations in migrations/ make, on MySQL: every mysqlq table as SHOW CREATE TABLE
+-- prints it after `mysqlq migrate --create-database` (MySQL 9.7), without AUTO_INCREMENT counters.
+-- For reading only: a database is made and upgraded by `mysqlq migrate`, never from this file.
+-- MariaDB prints the same schema in other words: schema.sql. In a database created without
+-- utf8mb4_bin, mysqlq_schema_version and mysqlq_migration_lock (which name no character set) take
+-- the database's own. tests/test_schema_file.py checks that the migrations make exactly this;
+-- after adding a migration, regenerate the tables below (this note is kept) with
+--   MYSQLQ_WRITE_SCHEMA=1 MYSQLQ_TEST_SERVER=mysql .venv/bin/pytest tests/test_schema_file.py
+
+CREATE TABLE `mysqlq_blocked_jobs` (
+  `concurrency_key` varchar(191) COLLATE utf8mb4_bin NOT NULL,
+  `job_id` bigint unsigned NOT NULL,
+  `concurrency_limit` smallint unsigned NOT NULL,
+  PRIMARY KEY (`concurrency_key`,`job_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_dependencies` (
+  `parent_id` bigint unsigned NOT NULL,
+  `child_id` bigint unsigned NOT NULL,
+  `run_anyway` tinyint(1) NOT NULL,
+  PRIMARY KEY (`parent_id`,`child_id`),
+  KEY `mysqlq_dependencies_child` (`child_id`,`parent_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_jobs` (
+  `id` bigint unsigned NOT NULL AUTO_INCREMENT,
+  `queue` varchar(100) COLLATE utf8mb4_bin NOT NULL,
+  `handler` varchar(100) COLLATE utf8mb4_bin NOT NULL,
+  `payload` mediumblob NOT NULL,
+  `status` enum('ready','scheduled','running','done','dead','cancelled','blocked','waiting') COLLATE utf8mb4_bin NOT NULL,
+  `priority` smallint NOT NULL DEFAULT '0',
+  `run_at` datetime(6) NOT NULL,
+  `attempts` smallint unsigned NOT NULL DEFAULT '0',
+  `max_attempts` smallint unsigned NOT NULL,
+  `time_limit` int unsigned DEFAULT NULL,
+  `batch_id` bigint unsigned DEFAULT NULL,
+  `worker_id` bigint unsigned DEFAULT NULL,
+  `worker` varchar(255) COLLATE utf8mb4_bin DEFAULT NULL,
+  `lease_until` datetime(6) DEFAULT NULL,
+  `enqueued_at` datetime(6) NOT NULL,
+  `started_at` datetime(6) DEFAULT NULL,
+  `finished_at` datetime(6) DEFAULT NULL,
+  `dedupe_key` varchar(191) COLLATE utf8mb4_bin DEFAULT NULL,
+  `last_error` mediumtext COLLATE utf8mb4_bin,
+  `dedupe_scope` enum('forever','active') COLLATE utf8mb4_bin NOT NULL DEFAULT 'forever',
+  `ready_queue` varchar(100) COLLATE utf8mb4_bin DEFAULT (if((`status` = _utf8mb4'ready'),`queue`,NULL)),
+  `running_batch` bigint unsigned DEFAULT (if((`status` = _utf8mb4'running'),`batch_id`,NULL)),
+  `scheduled_at` datetime(6) DEFAULT (if((`status` = _utf8mb4'scheduled'),`run_at`,NULL)),
+  `concurrency_key` varchar(191) COLLATE utf8mb4_bin DEFAULT NULL,
+  `result` mediumblob,
+  `dependents` tinyint(1) DEFAULT NULL,
+  `waiting_for` int unsigned DEFAULT NULL,
+  PRIMARY KEY (`id`),
+  UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
+  KEY `mysqlq_jobs_ready` (`ready_queue` DESC,`priority`,`id`),
+  KEY `mysqlq_jobs_state` (`running_batch`,`status`,`queue`,`finished_at`),
+  KEY `mysqlq_jobs_scheduled` (`scheduled_at`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_leaders` (
+  `role` varchar(50) COLLATE utf8mb4_bin NOT NULL,
+  `worker_id` bigint unsigned DEFAULT NULL,
+  `connection_id` bigint unsigned DEFAULT NULL,
+  `node` varchar(255) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  `epoch` bigint unsigned NOT NULL DEFAULT '0',
+  `lease_until` datetime(6) NOT NULL,
+  PRIMARY KEY (`role`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_maintenance` (
+  `task` varchar(50) COLLATE utf8mb4_bin NOT NULL,
+  `next_run_at` datetime(6) NOT NULL,
+  PRIMARY KEY (`task`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_migration_lock` (
+  `name` varchar(50) COLLATE utf8mb4_bin NOT NULL,
+  `holder` varchar(64) COLLATE utf8mb4_bin DEFAULT NULL,
+  `lease_until` datetime(6) NOT NULL,
+  PRIMARY KEY (`name`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_queues` (
+  `name` varchar(100) COLLATE utf8mb4_bin NOT NULL,
+  `paused` tinyint(1) NOT NULL DEFAULT '0',
+  PRIMARY KEY (`name`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_schedules` (
+  `name` varchar(100) COLLATE utf8mb4_bin NOT NULL,
+  `timing` varchar(255) COLLATE utf8mb4_bin NOT NULL,
+  `last_tick` datetime(6) DEFAULT NULL,
+  `next_tick` datetime(6) NOT NULL,
+  `enqueued_at` datetime(6) DEFAULT NULL,
+  `last_job_id` bigint unsigned DEFAULT NULL,
+  `paused` tinyint(1) NOT NULL DEFAULT '0',
+  PRIMARY KEY (`name`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_schema_version` (
+  `version` int NOT NULL,
+  `applied_at` datetime(6) NOT NULL,
+  PRIMARY KEY (`version`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_semaphore_holders` (
+  `concurrency_key` varchar(191) COLLATE utf8mb4_bin NOT NULL,
+  `job_id` bigint unsigned NOT NULL,
+  PRIMARY KEY (`concurrency_key`,`job_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_semaphores` (
+  `concurrency_key` varchar(191) COLLATE utf8mb4_bin NOT NULL,
+  `version` bigint unsigned NOT NULL DEFAULT '0',
+  PRIMARY KEY (`concurrency_key`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_workers` (
+  `id` bigint unsigned NOT NULL AUTO_INCREMENT,
+  `name` varchar(255) COLLATE utf8mb4_bin NOT NULL,
+  `host` varchar(255) COLLATE utf8mb4_bin NOT NULL,
+  `pid` int unsigned NOT NULL,
+  `connection_id` bigint unsigned NOT NULL,
+  `queues` varchar(1000) COLLATE utf8mb4_bin NOT NULL,
+  `started_at` datetime(6) NOT NULL,
+  `heartbeat_at` datetime(6) NOT NULL,
+  `heartbeat_interval_us` bigint unsigned NOT NULL DEFAULT '10000000',
+  `lease_us` bigint unsigned NOT NULL DEFAULT '60000000',
+  `node` varchar(255) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  `hint_addr` varchar(64) COLLATE utf8mb4_bin DEFAULT NULL,
+  `hint_key` varbinary(32) DEFAULT NULL,
+  PRIMARY KEY (`id`),
+  KEY `mysqlq_workers_name` (`name`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
