@@ -20,17 +20,18 @@ from mysqlq import Job
 from mysqlq.core import logs
 from mysqlq.core.handlers import Registry
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.core.systemd import Notifier
 from mysqlq.store.db import Database
+from mysqlq.worker.batches import Batches
 from mysqlq.worker.cancels import Cancels
-from mysqlq.worker.claimsize import HORIZON, Durations, Tally, claim_limit, surplus
-from mysqlq.worker.keeper import Keeper
+from mysqlq.worker.claimer import Claim
+from mysqlq.worker.claimsize import HORIZON, Durations, RunTally, claim_limit, surplus
+from mysqlq.worker.keeper import Keeper, StopFlag
 from mysqlq.worker.leases import Leases
 from mysqlq.worker.limits import Limits
 from mysqlq.worker.metrics import NoMetrics
 from mysqlq.worker.report import Report
 from mysqlq.worker.runner import Prepared, Runner
-from mysqlq.worker.slots import Running
+from mysqlq.worker.slots import Running, Slots
 
 from .conftest import MYSQLQ, QueueDB
 
@@ -171,20 +172,23 @@ def test_a_blind_claim_is_looked_at_even_when_the_loop_comes_back_after_the_hori
     def run() -> None:  # off the main thread: the keeper's time-limit alarm is not installed
         log = logs.get_logger("test")
         db = Database(settings.dsn)
-        keeper = Keeper(settings, Runner(settings, Registry(), log, Cancels()), db, log,
-                        Leases(settings.lease, settings.heartbeat_interval), Limits(Registry(), db, log),
-                        Report(NoMetrics()), Notifier(), lambda queues: None)
+        runner, cancels = Runner(settings, Registry(), log, Cancels()), Cancels()
+        leases = Leases(settings.lease, settings.heartbeat_interval)
+        batches = Batches(settings, db, log, leases, cancels, Limits(Registry(), db, log), Report(NoMetrics()),
+                          lambda queues: None)
+        keeper = Keeper(settings, runner, batches, Slots(settings.concurrency, settings, runner), leases,
+                        StopFlag(), log, lambda queues: None)
         try:
-            keeper.add(1, time.monotonic(), [ClaimedJob(i, "default", "test.sleep", b"{}", 1, 5, None)
-                                             for i in range(1, 6)], blind=True)
-            job = keeper.batches[1].jobs.popleft()  # in a slot for 0.2 s, not finished
+            jobs = [ClaimedJob(i, "default", "test.sleep", b"{}", 1, 5, None) for i in range(1, 6)]
+            keeper.add(Claim(1, jobs, False, time.monotonic()), unsized=True)
+            job = keeper.batches.by_id[1].jobs.popleft()  # in a slot for 0.2 s, not finished
             started = time.monotonic() - 0.2
             prepared = Prepared(job, lambda payload, ctx: None, None, 60.0, False, False, started)
             slot = keeper.slots.free.pop()
             keeper.slots.running[slot] = Running(job, 1, slot, prepared, started + 60.0)
             seen["due"], seen["now"] = keeper.deadline(), time.monotonic()
             keeper.shrink(time.monotonic())
-            seen["kept"], seen["after"] = len(keeper.batches[1].jobs), keeper.deadline()
+            seen["kept"], seen["after"] = len(keeper.batches.by_id[1].jobs), keeper.deadline()
         finally:
             keeper.slots.running.clear()
             keeper.close()
@@ -310,7 +314,7 @@ def test_a_tally_observes_each_run_of_one_queue_and_handler() -> None:
     def job(queue: str, handler: str) -> ClaimedJob:
         return ClaimedJob(1, queue, handler, b"null", 1, 5, None)
 
-    tally, by_queue, by_handler = Tally(), Durations(), Durations()
+    tally, by_queue, by_handler = RunTally(), Durations(), Durations()
     for queue, handler, seconds in [("a", "h", 0.1), ("a", "h", 0.3), ("b", "h", 1.0), ("a", "g", 2.0)]:
         tally.add(job(queue, handler), seconds)
     tally.observe(by_queue, by_handler)

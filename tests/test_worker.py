@@ -150,7 +150,7 @@ def test_a_claim_whose_answer_was_lost_is_read_back_by_its_token(qdb: QueueDB, c
 
     claimer.statement = answer_lost
     try:
-        _, jobs, _, _ = claimer.claim(10, paused=())
+        jobs = claimer.claim(10, paused=()).jobs
     finally:
         db.close()
     assert lost == [3] and [job.id for job in jobs] == ids

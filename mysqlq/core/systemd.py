@@ -26,13 +26,13 @@ class Notifier:
     when none runs there): the worker points it at its runner's alarm.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, job_deadline: Callable[[], float | None] = no_job) -> None:
         self.enabled = bool(os.environ.get("NOTIFY_SOCKET"))
         usec = os.environ.get("WATCHDOG_USEC", "")
         pid = os.environ.get("WATCHDOG_PID", "")
         watched = self.enabled and usec.isdigit() and int(usec) > 0 and (not pid or pid == str(os.getpid()))
         self.watchdog_interval = int(usec) / 1e6 / 2 if watched else None  # ping twice per period
-        self.job_deadline: Callable[[], float | None] = no_job
+        self.job_deadline = job_deadline
         self._closed = threading.Event()
         self._keepalive: threading.Thread | None = None
 

@@ -5,7 +5,10 @@ with a concurrency key admitted or set aside (mysqlq.worker.limits)."""
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Protocol
 
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
@@ -17,6 +20,28 @@ from mysqlq.worker.limits import Limits, keyed
 def new_batch_id() -> int:
     """A fresh claim token: 63 random bits, never reused in practice."""
     return random.getrandbits(63) or 1
+
+
+@dataclass(slots=True, frozen=True)
+class Claim:
+    """What one claim took: its token, the jobs that may start (in order), whether some were set
+    aside for their concurrency key, and when it was sent (monotonic: its lease runs from no
+    earlier than this)."""
+
+    batch_id: int
+    jobs: list[ClaimedJob]
+    set_aside: bool
+    claimed_at: float
+
+
+class RideAlong(Protocol):
+    """The batch whose completion may go with the next claim (mysqlq.worker.batches.Batches)."""
+
+    def ending(self) -> int | None:
+        """The token of a batch that ended with plain successes only, held for the claim (None: none)."""
+
+    def completed(self, count: int) -> None:
+        """That completion went with the claim and changed ``count`` rows."""
 
 
 class Claimer:
@@ -33,18 +58,17 @@ class Claimer:
         self.merged = settings.claim_strategy == "update" and db.multi_statements
         self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
 
-    def claim(self, limit: int, paused: Collection[str],
-              ended: int | None = None) -> tuple[int, list[ClaimedJob], bool, int | None]:
-        """Claim up to ``limit`` jobs: the batch's token, the jobs that may start, whether any were set
-        aside for their concurrency key, and, given the token of a batch that ``ended`` (all its
-        outcomes plain successes), what its completion changed when it went with the claim (None
-        when it did not: the caller writes it)."""
+    def claim(self, limit: int, paused: Collection[str], ride_along: RideAlong | None = None) -> Claim:
+        """Claim up to ``limit`` jobs. The completion of the batch ``ride_along`` holds, if any, goes in
+        the same query as the last claim statement when it can (and is told so at once: that batch
+        ended before this one was claimed); otherwise it stays held for its owner to write."""
         settings, statement, worker_id = self.settings, self.statement, self.worker_id()
+        claimed_at = time.monotonic()
         batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
+        ended = ride_along.ending() if ride_along is not None else None
         retried = self.db.retried
         queues = [queue for queue in settings.queues if queue not in paused]
         claimed = 0
-        completed: int | None = None
         jobs: list[ClaimedJob] | None = None  # read back with the last queue's claim, when it can be
         for left, queue in enumerate(queues, 1 - len(queues)):  # left: 0 at the last queue
             room = limit - claimed
@@ -56,6 +80,8 @@ class Claimer:
                                                   settings.lease, room, ended)
 
                 completed, _, jobs = self.db.run_on(claim_and_fetch)
+                if completed is not None and ride_along is not None:
+                    ride_along.completed(completed)
                 break
 
             def claim(cur: Cursor, queue: str = queue, room: int = room) -> int:
@@ -68,14 +94,14 @@ class Claimer:
             # Nothing claimed, and no statement retried: nothing to read back. After a retry, a claim
             # may have taken effect although its answer was lost: its jobs are read back by the token.
             if not claimed and self.db.retried == retried:
-                return batch_id, [], False, completed
+                return Claim(batch_id, [], False, claimed_at)
             jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
         if not jobs:
-            return batch_id, [], False, completed
+            return Claim(batch_id, [], False, claimed_at)
         set_aside = False
         if keyed(jobs):  # admitted, or set aside until their key has a free slot
             admitted = self.limits.admit(batch_id, jobs)
             set_aside, jobs = len(admitted) < len(jobs), admitted
         if len(settings.queues) > 1:  # earlier queues first; within one, (priority, id) as fetched
             jobs.sort(key=lambda job: self._queue_rank.get(job.queue, 0))
-        return batch_id, jobs, set_aside, completed
+        return Claim(batch_id, jobs, set_aside, claimed_at)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -42,13 +43,14 @@ class Heartbeat:
 
     name = "heartbeat"
 
-    def __init__(self, settings: Settings, db: Database, log: Any, leases: Leases) -> None:
+    def __init__(self, settings: Settings, db: Database, log: Any, leases: Leases,
+                 hint_entry: Callable[[], tuple[str | None, bytes | None]]) -> None:
         self.settings = settings
         self.db = db
         self.log = log
         self.leases = leases
         self.worker_id = 0
-        self.hint_entry: tuple[str | None, bytes | None] = (None, None)  # where producers send hints
+        self.hint_entry = hint_entry  # where producers on other hosts send this worker's hints, and its key
         self.next_at = time.monotonic() + settings.heartbeat_interval
         self.stopping = False  # while stopping, a missing registration row is gone on purpose
 
@@ -88,8 +90,9 @@ class Heartbeat:
         worker_id = self.db.run(lambda cur: store.register(
             cur, settings.worker_name, socket.gethostname(), os.getpid(), settings.queues,
             settings.heartbeat_interval, settings.lease))
-        if self.hint_entry[0]:  # where producers on other hosts send this worker's hints
-            self.db.run(lambda cur: hint_store.record(cur, worker_id, *self.hint_entry))
+        addr, key = self.hint_entry()
+        if addr:  # where producers on other hosts send this worker's hints
+            self.db.run(lambda cur: hint_store.record(cur, worker_id, addr, key))
         return worker_id
 
     def run(self) -> None:

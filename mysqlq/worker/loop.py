@@ -1,5 +1,6 @@
 """The worker loop: has-task hint → claim what the slots can start soon → hand it to the keeper
-(mysqlq.worker.keeper), which runs, writes and logs → wait → repeat. One loop for every concurrency."""
+(mysqlq.worker.keeper), which runs it, and the batches (mysqlq.worker.batches), which write and log
+its outcomes → wait → repeat. One loop for every concurrency."""
 
 from __future__ import annotations
 
@@ -25,17 +26,19 @@ from mysqlq.store import claims
 from mysqlq.store.db import FOREVER, Database, RetryPolicy, StopRequested
 from mysqlq.store.schema import check_schema, migration_running
 from mysqlq.worker import metrics as worker_metrics
+from mysqlq.worker.batches import Batches
 from mysqlq.worker.cancels import Cancels, CancelWatch
 from mysqlq.worker.claimer import Claimer
 from mysqlq.worker.claimsize import claim_limit
 from mysqlq.worker.heartbeat import Heartbeat
-from mysqlq.worker.keeper import Keeper
+from mysqlq.worker.keeper import Keeper, StopFlag
 from mysqlq.worker.leases import Leases
 from mysqlq.worker.limits import Limits
 from mysqlq.worker.lookout import Lookout
 from mysqlq.worker.report import Report
 from mysqlq.worker.runner import Runner
 from mysqlq.worker.services import Services
+from mysqlq.worker.slots import Slots
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 ONCE = RetryPolicy(attempts=1)
@@ -54,19 +57,25 @@ class Worker:
         # in one query.
         self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER, multi_statements=True,
                            on_pause=self._paused, stop_requested=lambda: self.stop_requested_at)
-        self.notifier = Notifier()
         self.metrics = worker_metrics.start(settings)  # per-worker metrics (--metrics-port); a no-op when off
         self.report = Report(self.metrics)
         self.cancels = Cancels()
         runner = Runner(settings, registry or Registry(), self.log, self.cancels)
+        self.registry = runner.registry
+        alarm = runner.alarm
+        self.notifier = Notifier(job_deadline=lambda: alarm.deadline)  # feeds the watchdog while a job runs here
         self.limits = Limits(runner.registry, self.db, self.log)  # jobs with a concurrency key
         self.leases = Leases(settings.lease, settings.heartbeat_interval)
-        self.keeper = Keeper(settings, runner, self.db, self.log, self.leases, self.limits, self.report,
-                             self.notifier, self._wake_others)
+        self.stop = StopFlag()
+        self.batches = Batches(settings, self.db, self.log, self.leases, self.cancels, self.limits, self.report,
+                               self._wake_others)
+        self.slots = Slots(settings.concurrency, settings, runner, doubtful=self.leases.doubtful)
+        self.keeper = Keeper(settings, runner, self.batches, self.slots, self.leases, self.stop, self.log,
+                             self._wake_others)
         # The background thread: the heartbeat, and the leader's chores when this worker leads.
         looks = threading.Event()  # set when a poll saw the election change
         self.services = Services(settings, self.log, looks, lambda: self.stop_requested_at)
-        self.heartbeat = Heartbeat(settings, self.services.db, self.log, self.leases)
+        self.heartbeat = Heartbeat(settings, self.services.db, self.log, self.leases, self._hint_entry)
         self.elector = Elector(settings, self.services.db, self.log, lambda: self.heartbeat.worker_id, looks)
         self.maintainer = Maintainer(settings, self.services.db, self.log, self.elector)
         self.services.attach([self.heartbeat, self.maintainer, CancelWatch(self.services.db, self.cancels, self.log)])
@@ -133,10 +142,9 @@ class Worker:
                 try:
                     self.listener = hint.Listener(self.settings, self.log,
                                                   lambda: self.db.run(claims.newest_job_id))
-                    self.heartbeat.hint_entry = self.listener.registry_entry
                 except OSError as exc:
                     self.log.warning("hint.unavailable", error=str(exc), note="polling only")
-            self.keeper.runner.registry.preload()  # now, not at the first job (which then starts sooner)
+            self.registry.preload()  # now, not at the first job (which then starts sooner)
             self.maintainer.prepare(self.services.db)
             self.heartbeat.register()
             self.services.start()
@@ -176,7 +184,7 @@ class Worker:
                 os._exit(128 + signum)  # a second signal: leave now, the reaper recovers our claims
             self.stopping = True  # only record it: the loop notices between jobs
             self.stop_requested_at = time.monotonic()
-            self.keeper.halted = True
+            self.stop.requested = True
             self.notifier.stopping(self._status("stopping"))
 
         for sig in STOP_SIGNALS:
@@ -190,8 +198,8 @@ class Worker:
         keeper = self.keeper
         while self._turn(keeper):
             pass
-        keeper.release_stock()  # what a signal during the last turn left unstarted
-        keeper.write(final_only=True)
+        self.batches.release_unstarted()  # what a signal during the last turn left unstarted
+        self.batches.write(final_only=True)
         if keeper.stuck is not None:
             self.log.error("worker.exit_stuck", job_id=keeper.stuck.job.id, exit_code=EXIT_STUCK)
             return EXIT_STUCK
@@ -205,13 +213,13 @@ class Worker:
         lookout = self.lookout
         ending = self.stopping or keeper.stuck is not None
         keeper.turn(starting=not ending)
-        self._hear(keeper)
+        self._take_news()
         ending = self.stopping or keeper.stuck is not None  # the turn may have found a stuck job
-        self._report(keeper)
+        self._report()
         if ending:
-            keeper.finish()
-            self._hear(keeper)
-            if not keeper.slots.waiting_for(time.monotonic()):
+            self.batches.write_held()
+            self._take_news()
+            if not self.slots.waiting_for(time.monotonic()):
                 return False
             lookout.stopping()
             self._wait()
@@ -220,9 +228,8 @@ class Worker:
         found = self._claim(keeper) if lookout.want_claim else False
         if self.listener:  # a hinted wake-up costs a token only when its claim (or poll) found nothing
             self.listener.settle(found)
-        if keeper.ended is not None:  # no claim took its completion along
-            keeper.finish()
-        self._hear(keeper)
+        self.batches.write_held()  # when no claim took its completion along
+        self._take_news()
         if found:
             return True
         if self.settings.burst and keeper.empty and not lookout.want_claim:
@@ -232,41 +239,39 @@ class Worker:
         self._wait()
         return True
 
-    def _hear(self, keeper: Keeper) -> None:
-        """What the keeper's writes found: a retry coming due, queues that gained ready jobs."""
-        retry_in, ready = keeper.news()
-        if retry_in is not None:
-            self.lookout.due_in(retry_in)
-        self.lookout.ready_in(ready)
+    def _take_news(self) -> None:
+        """What the writes found: a retry coming due, queues that gained ready jobs."""
+        news = self.batches.take_news()
+        if news.retry_in is not None:
+            self.lookout.due_in(news.retry_in)
+        self.lookout.ready_in(news.ready)
 
     def _claim(self, keeper: Keeper) -> bool | None:
         """Claim what the slots can start soon (mysqlq.worker.claimsize): True when jobs came (or were
         set aside, blocked by their concurrency limit), False when none did, None when no claim was sent
         (no slot free for one)."""
-        settings, lookout = self.settings, self.lookout
+        settings, lookout, batches = self.settings, self.lookout, self.batches
         first = lookout.first_queue()
-        claimed_at = time.monotonic()  # the lease runs from no earlier than this
-        average = keeper.estimate(first, claimed_at) if first is not None else None
-        limit = claim_limit(settings.concurrency, len(keeper.slots.free), keeper.stock, average, settings.batch_size)
+        average = keeper.estimate(first, time.monotonic()) if first is not None else None
+        limit = claim_limit(settings.concurrency, len(self.slots.free), batches.unstarted, average,
+                            settings.batch_size)
         if not limit:
             return None
-        ended = keeper.ended
-        batch_id, jobs, set_aside, completed = self.claimer.claim(limit, lookout.paused,
-                                                                  ended.batch_id if ended else None)
-        if completed is not None:
-            keeper.finish(completed)  # its lines first: that batch ended before this one was claimed
-        if jobs or set_aside:
-            self.log.info("batch.claimed", batch_id=batch_id, jobs=len(jobs))
-        lookout.claimed(full=len(jobs) >= limit, set_aside=set_aside, found=bool(jobs) or set_aside)
+        # The held batch's completion rides along; if it went, its lines come first (it ended before).
+        claim = self.claimer.claim(limit, lookout.paused, batches)
+        jobs = claim.jobs
+        if jobs or claim.set_aside:
+            self.log.info("batch.claimed", batch_id=claim.batch_id, jobs=len(jobs))
+        lookout.claimed(full=len(jobs) >= limit, set_aside=claim.set_aside, found=bool(jobs) or claim.set_aside)
         if not jobs:
-            return set_aside
-        keeper.add(batch_id, claimed_at, jobs, blind=average is None)
-        self._report(keeper)
+            return claim.set_aside
+        keeper.add(claim, unsized=average is None)
+        self._report()
         return True
 
-    def _report(self, keeper: Keeper) -> None:
+    def _report(self) -> None:
         """STATUS= says how many slots are busy (or which batch runs on the main thread), whenever that changes."""
-        busy, batches = keeper.slots.busy, keeper.batches
+        busy, batches = self.slots.busy, self.batches
         shape = (busy, len(batches))
         if shape != self._last_status:
             self._last_status = shape
@@ -287,7 +292,7 @@ class Worker:
         timeout = self.lookout.timeout()
         if self.notifier.watchdog_interval is not None:
             timeout = min(timeout, self.notifier.watchdog_interval)
-        sources: list[Any] = [self._wake_r, self.keeper.slots]  # the slots: readable when a job returns
+        sources: list[Any] = [self._wake_r, self.slots]  # the slots: readable when a job returns
         if self.listener:
             sources += self.listener.sockets
             postponed = self.listener.deferred_for()  # a hinted wake-up waiting for the rate bound
@@ -317,6 +322,10 @@ class Worker:
 
     def _wake_others(self, queues: Iterable[str]) -> None:
         hint.notify(self.settings, queues)
+
+    def _hint_entry(self) -> tuple[str | None, bytes | None]:
+        """Where producers on other hosts send this worker's hints, and the key they sign with."""
+        return self.listener.registry_entry if self.listener else (None, None)
 
     def _status(self, doing: str) -> str:
         return (f"{doing}; {self.report.done} done, {self.report.failed} failed; "

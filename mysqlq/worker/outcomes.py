@@ -7,6 +7,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Literal, NamedTuple, TypeAlias
 
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
@@ -16,12 +17,18 @@ from mysqlq.store.db import Database
 MAX_ERROR_CHARS = 60_000
 
 
+# What became of a job: ``done``; ``failed`` (retried while attempts are left); ``dead`` (never
+# retried); ``cancelled`` (its row is final already); and two of the worker's own: ``lost`` (a
+# transactional completion fenced out: another worker owns the job) and ``release`` (the database
+# failed under it: the job goes back unspent).
+Kind: TypeAlias = Literal["done", "failed", "dead", "cancelled", "lost", "release"]
+
+
 @dataclass(slots=True)
 class Outcome:
-    """``done``, ``failed`` (retry if attempts are left) or ``dead`` (never retried); ``lost`` (a
-    transactional completion fenced out) and ``release`` (the database failed under it) are the worker's."""
+    """What became of one job (see :data:`Kind`), how long it ran, and what is stored with it."""
 
-    kind: str
+    kind: Kind
     duration: float
     error: str | None = None
     recorded: bool = False  # a transactional handler's completion was already committed
@@ -29,15 +36,38 @@ class Outcome:
     woken: set[str] | None = None  # a transactional completion's: queues of the dependents it made ready
 
 
-# What a batch's buffer hands the log, in order: each job with its Outcome or, for the common case
-# of a job done with nothing to store, the seconds it took alone (no Outcome is made for it).
-Entry = tuple[ClaimedJob, Outcome | float]
+# A job done with nothing to store, the common case, is kept as the seconds it took alone: no
+# Outcome is made for it.
+DoneIn: TypeAlias = float
+
+# What a batch's buffer hands the log, in order: each job with its Outcome, or the seconds it took.
+Entry: TypeAlias = tuple[ClaimedJob, Outcome | DoneIn]
+
+
+def cancelled_while_running(outcome: Outcome | DoneIn) -> Outcome:
+    """The outcome of a job cancelled while it ran, whatever its handler did: its row is final already."""
+    duration = outcome if isinstance(outcome, float) else outcome.duration
+    return Outcome("cancelled", duration, "cancelled while it ran", recorded=True)
+
+
+def cancelled_before_start() -> Outcome:
+    return Outcome("cancelled", 0.0, "cancelled before it started", recorded=True)
 
 
 def backoff(attempt: int, settings: Settings) -> float:
     """Exponential backoff with jitter: base·2^(attempt-1), capped, then scaled by 0.5–1.5."""
     base = min(settings.retry_cap, settings.retry_base * 2 ** min(attempt - 1, 60))
     return float(base * random.uniform(0.5, 1.5))
+
+
+class Written(NamedTuple):
+    """What one flush wrote: the outcomes added since the last one (in order), the ids among them
+    whose claim had been taken over (nothing was written for those), and whether every one of them
+    was a job done with nothing to store (each entry a (job, seconds) pair)."""
+
+    entries: list[Entry]
+    lost: set[int]
+    done_only: bool
 
 
 @dataclass
@@ -81,7 +111,7 @@ class OutcomeBuffer:
         else:
             self.failed.append((job, outcome))
 
-    def add_done(self, job: ClaimedJob, seconds: float) -> None:
+    def add_done(self, job: ClaimedJob, seconds: DoneIn) -> None:
         """:meth:`add` of a job done in ``seconds`` with nothing to store."""
         self.written.append((job, seconds))
         if self.due_at == math.inf:
@@ -97,11 +127,8 @@ class OutcomeBuffer:
         written by its completion alone (``claims.complete_batch``)."""
         return bool(self.done) and not self.with_result and not self.failed
 
-    def flush(self, db: Database, final: bool = False,
-              completed: int | None = None) -> tuple[list[Entry], set[int], bool]:
-        """Write everything pending; returns the outcomes added since the last flush (in order), the
-        ids among them whose claim had been taken over (nothing was written for those), and whether
-        every one of them was a job done with nothing to store (each entry a (job, seconds) pair).
+    def flush(self, db: Database, final: bool = False, completed: int | None = None) -> Written:
+        """Write everything pending (see :class:`Written` for what comes back).
 
         ``final``: every other job of the batch has been written, failed or released already, so
         the successes are exactly the batch's rows still running: one cheaper statement, no id list.
@@ -139,7 +166,7 @@ class OutcomeBuffer:
             ended = db.run(lambda cur: claims.end_with_dependents(cur, self.batch_id, parents_done, parents_dead))
             lost.update(job_id for job_id in (*parents_done, *parents_dead) if job_id not in ended.ids)
             self.woken |= ended.woken
-        return entries, lost, done_only
+        return Written(entries, lost, done_only)
 
     def _not_done(self, db: Database, ids: list[int]) -> list[int]:
         # Rare path: a claim was taken over while we ran, or others wait for the job (left running

@@ -49,7 +49,8 @@ class Slots:
     ``fileno()`` becomes readable when an outcome is waiting, so the worker can ``select`` on it.
     """
 
-    def __init__(self, size: int, settings: Settings, runner: Runner) -> None:
+    def __init__(self, size: int, settings: Settings, runner: Runner,
+                 doubtful: Callable[[int], bool] | None = None) -> None:
         self.size = size
         self.settings = settings
         self.runner = runner
@@ -60,7 +61,7 @@ class Slots:
         self._threads: list[threading.Thread] = []
         self._idle_threads = 0
         self._lock = threading.Lock()
-        self.doubtful: Callable[[int], bool] | None = None  # whether a batch's lease could have lapsed
+        self.doubtful = doubtful  # whether a batch's lease could have lapsed
         self._dbs: dict[int, Database] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_r, self._wake_w = os.pipe()

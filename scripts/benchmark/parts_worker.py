@@ -17,7 +17,7 @@ from typing import Any
 
 from mysqlq.core import logs
 from mysqlq.store import claims
-from mysqlq.worker import claimer, keeper, loop, outcomes, report
+from mysqlq.worker import batches, claimer, keeper, loop, outcomes, report
 
 PARTS: list[tuple[Any, str, str]] = [
     (loop.Worker, "_turn", "loop turns (all)"),
@@ -28,7 +28,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (keeper.Keeper, "add", "taking a batch in hand"),
     (keeper.Keeper, "turn", "keeper turns (all)"),
     (keeper.Keeper, "dispatch", "starting and running jobs (dispatch)"),
-    (keeper.Keeper, "write", "writing and logging outcomes (all)"),
+    (batches.Batches, "write", "writing and logging outcomes (all)"),
     (outcomes.OutcomeBuffer, "flush", "outcome statements"),
     (report.Report, "written", "job.done lines (all)"),
     (logs.ConsoleLine, "many", "job.done lines: formatting"),

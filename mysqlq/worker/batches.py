@@ -1,0 +1,197 @@
+"""The batches in a worker's hands, from claim to completion: their unstarted jobs, their outcomes on
+the way to the database, in the log and back to the concurrency limits, and the completion of a batch
+that ended with plain successes, held to go with the next claim (two round trips fewer a batch).
+
+The keeper (mysqlq.worker.keeper) starts the jobs and hands their outcomes here; the claimer
+(mysqlq.worker.claimer) asks for the held completion. Everything runs on the worker's main thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from mysqlq.core.config import Settings
+from mysqlq.core.jobs import ClaimedJob
+from mysqlq.store import claims
+from mysqlq.store.db import Database
+from mysqlq.worker.cancels import Cancels
+from mysqlq.worker.claimer import Claim
+from mysqlq.worker.leases import Leases
+from mysqlq.worker.limits import Limits, keyed
+from mysqlq.worker.outcomes import DoneIn, Outcome, OutcomeBuffer, cancelled_while_running
+from mysqlq.worker.report import Report
+
+
+@dataclass(eq=False)
+class Batch:
+    """One claim: its token, the jobs not yet started and the outcomes to write."""
+
+    batch_id: int
+    jobs: deque[ClaimedJob]
+    buffer: OutcomeBuffer
+    log: Any
+    ids: list[int]  # every job of the claim
+    in_flight: int = 0  # jobs of it running in a slot
+    keyed: bool = False  # some of its jobs carry a concurrency key (mysqlq.worker.limits)
+    unsized: bool = False  # claimed in full before its queue's durations were known (Keeper.shrink)
+    looked: float = 0.0  # when shrink last looked at it (monotonic)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing of it left to start or running: only its outcomes remain to be written."""
+        return not self.jobs and self.in_flight == 0
+
+
+@dataclass(slots=True)
+class News:
+    """What the writes found that the worker's loop should act on."""
+
+    retry_in: float | None  # the shortest retry delay written (seconds)
+    ready: set[str]  # queues whose waiting jobs became ready (concurrency slots given back, parents ended)
+
+
+class Batches:
+    """Every batch in hand, and the writing of their outcomes."""
+
+    def __init__(self, settings: Settings, db: Database, log: Any, leases: Leases, cancels: Cancels,
+                 limits: Limits, report: Report, wake: Callable[[Iterable[str]], None]) -> None:
+        self.settings = settings
+        self.db = db
+        self.log = log
+        self.leases = leases
+        self.cancels = cancels
+        self.limits = limits
+        self.report = report
+        self.wake = wake  # tells other workers that queues gained ready jobs
+        self.by_id: dict[int, Batch] = {}
+        self.held: Batch | None = None  # ended with plain successes only: its completion goes with the next claim
+        self._retry_in: float | None = None
+        self._ready: set[str] = set()
+
+    # ------------------------------------------------------------------ in hand
+
+    def add(self, claim: Claim, unsized: bool) -> None:
+        """Take a claim in hand; ``unsized``: sized before its queue's durations were known."""
+        batch_id, jobs = claim.batch_id, claim.jobs
+        self.leases.hold(batch_id, claim.claimed_at)
+        self.cancels.hold(job.id for job in jobs)
+        self.by_id[batch_id] = Batch(batch_id, deque(jobs), OutcomeBuffer(batch_id, self.settings),
+                                     self.log.bind(batch_id=batch_id), [job.id for job in jobs],
+                                     unsized=unsized and self.settings.concurrency > 1, keyed=keyed(jobs))
+
+    def values(self) -> list[Batch]:
+        return list(self.by_id.values())
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    @property
+    def unstarted(self) -> int:
+        """Claimed jobs not yet started."""
+        return sum(len(batch.jobs) for batch in self.by_id.values())
+
+    def flush_due(self) -> float | None:
+        """When the oldest pending outcome is due to be written (None: none pending)."""
+        times = [batch.buffer.due_at for batch in self.by_id.values() if batch.buffer.due_at != math.inf]
+        return min(times) if times else None
+
+    def take_news(self) -> News:
+        """What the writes found since the last call."""
+        news = News(self._retry_in, self._ready)
+        self._retry_in, self._ready = None, set()
+        return news
+
+    # ------------------------------------------------------------------ outcomes
+
+    def record(self, batch: Batch, job: ClaimedJob, outcome: Outcome | DoneIn) -> None:
+        """A job's outcome, to be written with its batch. The one rule for cancellations: a job
+        cancelled while it ran ends cancelled, whatever its handler did (its row is final already)."""
+        if job.id in self.cancels.requested:
+            batch.buffer.add(job, cancelled_while_running(outcome))
+        elif isinstance(outcome, float):
+            batch.buffer.add_done(job, outcome)
+        else:
+            batch.buffer.add(job, outcome)
+
+    def write(self, final_only: bool, hold: bool = False) -> None:
+        """Write due outcomes; a batch with nothing left to run is written in full and let go.
+        ``final_only`` is for the exit: whatever is pending is written, finished or not. ``hold``: a
+        batch that ended with plain successes only is kept as :attr:`held`, for the claim that
+        follows in this turn to carry its completion (mysqlq.worker.claimer.RideAlong)."""
+        if final_only:
+            self.write_held()
+        for batch in list(self.by_id.values()):
+            if batch is self.held:
+                continue
+            if batch.idle:
+                if hold and self.held is None and batch.buffer.plain:
+                    self.held = batch
+                    continue
+                self._end(batch)
+            elif final_only or batch.buffer.due():
+                self.flush(batch, final=False)
+
+    def ending(self) -> int | None:
+        """RideAlong: the held batch's token, for the claim to complete."""
+        return self.held.batch_id if self.held is not None else None
+
+    def completed(self, count: int) -> None:
+        """RideAlong: the held batch's completion went with a claim and changed ``count`` rows."""
+        self.write_held(count)
+
+    def write_held(self, completed: int | None = None) -> None:
+        """Write the held batch, if any: ``completed`` is what its completion changed when it went with
+        a claim; None writes it now."""
+        batch = self.held
+        if batch is not None:
+            self.held = None
+            self._end(batch, completed)
+
+    def release(self, batch: Batch, jobs: list[ClaimedJob], note: str | None = None) -> None:
+        """Give claimed jobs back unstarted (no attempt spent); outcomes pending go first."""
+        self.flush(batch, final=False)
+        ids = [job.id for job in jobs]
+        if ids:
+            released = self.db.run(lambda cur: claims.release(cur, batch.batch_id, ids))
+            batch.log.info("batch.released", jobs=released, note=note)
+            self.cancels.let_go(ids)
+
+    def release_unstarted(self) -> None:
+        """Give back every claimed job not yet started (stopping, or stuck)."""
+        for batch in self.by_id.values():
+            if batch.jobs:
+                self.release(batch, list(batch.jobs))
+                batch.jobs.clear()
+
+    def flush(self, batch: Batch, final: bool, completed: int | None = None) -> None:
+        """Write a batch's pending outcomes; then give back the concurrency slots of those written
+        (waking whoever serves the queues that gained ready jobs), then log them. ``completed``:
+        the final completion went already, with a claim (what it changed)."""
+        buffer = batch.buffer
+        written = buffer.flush(self.db, final, completed)
+        retry = buffer.next_retry
+        if retry is not None:
+            self._retry_in = retry if self._retry_in is None else min(self._retry_in, retry)
+        if batch.keyed and keyed(job for job, _ in written.entries):
+            self._gained(self.limits.settle(job for job, _ in written.entries))
+        if buffer.woken:  # jobs that waited for these are ready now
+            self._gained(buffer.woken)
+            buffer.woken = set()
+        self.report.written(batch.log, written.entries, written.lost, written.done_only)
+
+    def _end(self, batch: Batch, completed: int | None = None) -> None:
+        """Write the rest of a batch that has nothing left to run, and let it go."""
+        self.flush(batch, final=True, completed=completed)
+        del self.by_id[batch.batch_id]
+        self.leases.drop(batch.batch_id)
+        self.cancels.let_go(batch.ids)
+
+    def _gained(self, queues: set[str]) -> None:
+        """Queues that gained ready jobs by what this worker wrote: claim from them, wake the others."""
+        if queues:
+            self._ready |= queues
+            self.wake(queues)
