@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from mysqlq.core.logs import FLOAT
+from mysqlq.core.logvalues import FLOAT
 from systemd import journal
 
 PRIORITIES = {"critical": 2, "exception": 3, "error": 3, "warning": 4, "warn": 4, "info": 6, "debug": 7}

@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from itertools import chain
 from typing import Any, TextIO
 
+from mysqlq.core.logvalues import FLOAT
+
 FORMATS = ("auto", "console", "json", "journal")
 # LogRecord's own attributes: a field of the same name is passed on with a trailing underscore.
 _RECORD_KEYS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
@@ -245,7 +247,6 @@ def _column_spec(column: tuple[Any, ...]) -> str | None:
     return None
 
 
-FLOAT = "%.6g"  # floats (durations, delays) to six significant digits: 0.000459, 12.5, 3600.12
 _INT, _FLOAT, _STR = frozenset([int]), frozenset([float]), frozenset([str])
 
 
