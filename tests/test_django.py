@@ -43,8 +43,7 @@ def shop(mariadb: MariaDBServer, tmp_path_factory: pytest.TempPathFactory) -> It
         env = {"SHOP_DSN": dsn, "SHOP_SQLITE": str(tmp / "other.sqlite3"), "SHOP_RECORD": str(tmp / "record.txt"),
                "DJANGO_SETTINGS_MODULE": "shop.settings"}
         os.environ.update(env)
-        sys.path.insert(0, str(PROJECT))
-        import django as dj
+        import django as dj  # shop.settings: tests/django_project is on the path (pyproject.toml)
 
         dj.setup()
         from django.db import connections
