@@ -23,7 +23,7 @@ PER_ROW = frozenset({"payload", "run_at", "delay_us", "dedupe_key", "concurrency
 DUE_OMITS = frozenset({"run_at", "delay_us"})
 MAX_SHAPES = 1000  # distinct combinations kept per renderer (and kind of row) before it starts afresh
 
-Literal = Callable[[Any], bytes]
+Quote = Callable[[Any], bytes]  # the connection's escaping of one value (conn.literal)
 _REPEATING = operator.itemgetter(*[n for n, name in enumerate(NAMES) if name not in PER_ROW])
 
 
@@ -55,7 +55,7 @@ class _Kind:
         self.varying = [n for n in self.columns if NAMES[n] in PER_ROW]
         self.shapes: dict[tuple[Any, ...], bytes] = {}
 
-    def shape(self, row: Sequence[Any], repeating: tuple[Any, ...], literal: Literal) -> bytes:
+    def shape(self, row: Sequence[Any], repeating: tuple[Any, ...], literal: Quote) -> bytes:
         """The template with this row's repeating columns filled in (their % doubled, to survive the next %)."""
         if len(self.shapes) >= MAX_SHAPES:
             self.shapes.clear()
@@ -79,7 +79,7 @@ class RowRenderer:
         self.due = _Kind("job_values_due", DUE_OMITS)
         self.later = _Kind("job_values", frozenset())
 
-    def values(self, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
+    def values(self, rows: Sequence[Sequence[Any]], literal: Quote) -> bytes:
         due, later = self.due, self.later
         run_at, delay_us = NAMES.index("run_at"), NAMES.index("delay_us")
         rendered = []
@@ -90,7 +90,7 @@ class RowRenderer:
             rendered.append(shape % tuple([b"NULL" if row[n] is None else literal(row[n]) for n in kind.varying]))
         return b",".join(rendered)
 
-    def statement(self, name: str, rows: Sequence[Sequence[Any]], literal: Literal) -> bytes:
+    def statement(self, name: str, rows: Sequence[Sequence[Any]], literal: Quote) -> bytes:
         """The statement ``name`` (insert_job or insert_jobs) for these rows."""
         head, tail = _around_rows(name)
         return head + self.values(rows, literal) + tail

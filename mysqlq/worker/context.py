@@ -11,7 +11,7 @@ from mysqlq.core.jobs import ClaimedJob, Parent
 from mysqlq.store.db import Connection
 
 
-class Site(NamedTuple):
+class WorkerShared(NamedTuple):
     """What every job of a worker shares: the worker's name, the logger ``ctx.log`` binds, and how the
     jobs a job was enqueued after are read."""
 
@@ -26,20 +26,20 @@ class JobContext:
     enqueued after others (``after=``, a group's callback, a chain's step), those jobs and their results."""
 
     # Made by the worker for every job: three slots are set, the others on first use.
-    __slots__ = ("_cancelled", "_job", "_log", "_parents", "_site", "conn")
+    __slots__ = ("_cancelled", "_job", "_log", "_parents", "_shared", "conn")
     _cancelled: bool
     _log: Any
     _parents: list[Parent]
 
-    def __init__(self, job: ClaimedJob, site: Site, conn: Connection | None = None) -> None:
+    def __init__(self, job: ClaimedJob, shared: WorkerShared, conn: Connection | None = None) -> None:
         self._job = job  # the fields are read from the claimed row when asked for
-        self._site = site
+        self._shared = shared
         self.conn = conn
 
     @property
     def worker(self) -> str:
         """The name of the worker running the job (``host:pid``, or the systemd instance)."""
-        return self._site.worker
+        return self._shared.worker
 
     @property
     def cancelled(self) -> bool:
@@ -78,7 +78,7 @@ class JobContext:
         try:
             return self._log
         except AttributeError:
-            self._log = logs.for_handler(self._site.log, job_id=self.job_id, handler=self.handler,
+            self._log = logs.for_handler(self._shared.log, job_id=self.job_id, handler=self.handler,
                                          attempt=self.attempt, queue=self.queue)
             return self._log
 
@@ -90,7 +90,7 @@ class JobContext:
         try:
             return self._parents
         except AttributeError:
-            read = self._site.read_parents
+            read = self._shared.read_parents
             self._parents = read(self.job_id) if read is not None else []
             return self._parents
 

@@ -19,8 +19,8 @@ from mysqlq.core.jobs import ClaimedJob, decode_payload, encode_result, load_dec
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, is_transient, transaction
 from mysqlq.worker.cancels import Cancels
-from mysqlq.worker.context import JobContext, Site
-from mysqlq.worker.outcomes import Outcome
+from mysqlq.worker.context import JobContext, WorkerShared
+from mysqlq.worker.outcomes import DoneIn, Outcome
 from mysqlq.worker.parents import ParentsReader
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class Runner:
         self.cancels = cancels  # how a job cancelled while it runs is asked to stop
         self.alarm = Alarm()
         self.read_parents = ParentsReader(settings)
-        self.site = Site(settings.worker_name, log, self.read_parents)  # what every job's context shares
+        self.shared = WorkerShared(settings.worker_name, log, self.read_parents)  # what every job's context shares
         self.specs: dict[str, HandlerSpec] = {}
         load_decoder()  # its import is not the first job's time either
         self.default_limit = settings.time_limit
@@ -166,22 +166,26 @@ class Runner:
             # The first lookup imports the handler's module: a cost of the worker's start, not of
             # this job, whose time sizes the next claims (a blind claim would shrink for it).
             started = time.monotonic()
-        limit = job.time_limit or spec.limit or self.default_limit
-        return Prepared(job, spec.func, payload, limit, spec.transactional, spec.is_async, started)
+        return Prepared(job, spec.func, payload, self.limit(job, spec), spec.transactional, spec.is_async, started)
 
-    def run_here(self, job: ClaimedJob, spec: HandlerSpec) -> Outcome | float:
-        """Run a plain, non-transactional job on the main thread, its limit enforced by SIGALRM: what
-        :meth:`prepare` then :meth:`call` do, in one step (the path of every quick job). A job done
-        with nothing to store (most jobs) returns only the seconds it took: no Outcome is made."""
+    def limit(self, job: ClaimedJob, spec: HandlerSpec) -> float:
+        """A job's time limit: its own, else its handler's declared one, else the worker's default."""
+        return job.time_limit or spec.limit or self.default_limit
+
+    def run_here(self, job: ClaimedJob, spec: HandlerSpec) -> Outcome | DoneIn:
+        """The fast branch of :meth:`call`, for a plain, non-transactional handler known to be quick,
+        on the main thread (its limit enforced by SIGALRM): :meth:`prepare` and :meth:`call` in one
+        step, with no Prepared made. A job done with nothing to store (most jobs) returns only the
+        seconds it took: no Outcome is made either."""
         started = time.monotonic()
         try:
             payload = loads_strict(job.payload)  # decode_payload(), one call fewer
         except (ValueError, UnicodeDecodeError) as exc:
             return undecodable(exc, started)
-        ctx = JobContext(job, self.site)
+        ctx = JobContext(job, self.shared)
         self.cancels.running_here(job.id, ctx)
         alarm = self.alarm
-        limit = job.time_limit or spec.limit or self.default_limit
+        limit = self.limit(job, spec)
         alarm.arm(limit, started)
         try:
             try:
@@ -191,13 +195,13 @@ class Runner:
         except JobTimeout:
             return timed_out(limit, started)
         except JOB_FAILURES as exc:
-            return Outcome("failed", time.monotonic() - started, describe(exc))
+            return failed(exc, started)
         if value is None:  # most handlers: nothing to store, nothing more to write
             return time.monotonic() - started
         return self._done(started, value)
 
     def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
-        return JobContext(prepared.job, self.site, conn)
+        return JobContext(prepared.job, self.shared, conn)
 
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
         """Call a plain handler; with ``alarm``, SIGALRM ends it at its limit (main thread only)."""
@@ -222,7 +226,7 @@ class Runner:
         except ClaimLost:
             return claim_lost(prepared)
         except JOB_FAILURES as exc:
-            return self._failure(exc, prepared)
+            return failed(exc, prepared.started, prepared.transactional)
         return self._done(prepared.started, value)
 
     async def run_async(self, prepared: Prepared, batch_id: int, conn: Connection | None) -> Outcome:
@@ -246,7 +250,7 @@ class Runner:
         except ClaimLost:
             return claim_lost(prepared)
         except (*JOB_FAILURES, asyncio.CancelledError) as exc:
-            return self._failure(exc, prepared)
+            return failed(exc, prepared.started, prepared.transactional)
         return self._done(prepared.started, value)
 
     def _result(self, value: Any) -> bytes | None:
@@ -260,15 +264,17 @@ class Runner:
         try:
             result = encode_result(value, self.settings.result_max_bytes)
         except ResultNotStored as exc:  # a value the handler returned: never the database's fault
-            return Outcome("failed", time.monotonic() - started, describe(exc))
+            return failed(exc, started)
         return Outcome("done", time.monotonic() - started, result=result)
 
-    def _failure(self, exc: BaseException, prepared: Prepared) -> Outcome:
-        duration = time.monotonic() - prepared.started
-        if prepared.transactional and (is_transient(exc) or isinstance(exc, DatabaseUnavailable)):
-            # The database, not the job, failed: give the job back without spending an attempt.
-            return Outcome("release", duration, describe(exc))
-        return Outcome("failed", duration, describe(exc))
+
+def failed(exc: BaseException, started: float, transactional: bool = False) -> Outcome:
+    """What a handler's exception makes of its job: failed (retried while attempts are left), or,
+    when the database failed under a transactional handler, released without spending an attempt."""
+    duration = time.monotonic() - started
+    if transactional and (is_transient(exc) or isinstance(exc, DatabaseUnavailable)):
+        return Outcome("release", duration, describe(exc))
+    return Outcome("failed", duration, describe(exc))
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from mysqlq.core.errors import DatabaseUnavailable
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store.db import Connection, Database
 from mysqlq.worker.outcomes import Outcome
-from mysqlq.worker.runner import Prepared, Runner, describe
+from mysqlq.worker.runner import Prepared, Runner, describe, failed
 
 if TYPE_CHECKING:
     import asyncio
@@ -165,7 +165,7 @@ class Slots:
             try:
                 outcome = self._call(running)
             except BaseException as exc:
-                outcome = Outcome("failed", time.monotonic() - running.prepared.started, describe(exc))
+                outcome = failed(exc, running.prepared.started)
             with self._lock:
                 self._idle_threads += 1
             self._finish(running, outcome)
@@ -210,7 +210,7 @@ class Slots:
         try:
             return await self.runner.run_async(running.prepared, running.batch_id, conn)
         except BaseException as exc:
-            return Outcome("failed", time.monotonic() - running.prepared.started, describe(exc))
+            return failed(exc, running.prepared.started)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
