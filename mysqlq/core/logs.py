@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from datetime import UTC, datetime
 from itertools import chain
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from mysqlq.core.logvalues import FLOAT
 
@@ -52,6 +52,18 @@ def _structlog() -> Any:
     import structlog
 
     return structlog
+
+
+class Log(Protocol):
+    """What mysqlq's code asks of a logger: the level methods and ``bind`` (a :class:`Logger`, the
+    :class:`Lines` it binds to once the CLI configured logging, or a test's recorder)."""
+
+    def debug(self, event: str, **fields: Any) -> Any: ...
+    def info(self, event: str, **fields: Any) -> Any: ...
+    def warning(self, event: str, **fields: Any) -> Any: ...
+    def error(self, event: str, **fields: Any) -> Any: ...
+    def exception(self, event: str, **fields: Any) -> Any: ...
+    def bind(self, **fields: Any) -> Any: ...
 
 
 class _Levels:

@@ -36,7 +36,8 @@ class Wake:
 class Listener:
     """Unix and UDP hint sockets, the key that signs this worker's network hints, and the wake budget."""
 
-    def __init__(self, settings: Settings, log: Any = None, newest_job: Callable[[], int] | None = None) -> None:
+    def __init__(self, settings: Settings, log: logs.Log | None = None,
+                 newest_job: Callable[[], int] | None = None) -> None:
         self.log = log or logs.get_logger("mysqlq.hint")
         # The database's newest job id, asked for when the budget runs low: a wake-up that found
         # nothing while jobs were enqueued was the herd's (another worker took the job), not a flood's.

@@ -21,9 +21,9 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from mysqlq.core.config import Settings
+from mysqlq.core.logs import Log
 from mysqlq.store import leadership as store
 from mysqlq.store.db import Database
 from mysqlq.store.schema import lock_name
@@ -46,7 +46,7 @@ class Elector:
     ``poke`` is set when a poll saw something worth a look now (the thread that looks waits on it).
     """
 
-    def __init__(self, settings: Settings, db: Database, log: Any, worker_id: Callable[[], int],
+    def __init__(self, settings: Settings, db: Database, log: Log, worker_id: Callable[[], int],
                  poke: threading.Event) -> None:
         self.db = db
         self.log = log

@@ -6,10 +6,10 @@ run are settled too. See mysqlq.worker.limits for the worker's side."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 from mysqlq import hint
 from mysqlq.core.config import Settings
+from mysqlq.core.logs import Log
 from mysqlq.store import limits as store
 from mysqlq.store.db import Database
 
@@ -21,7 +21,7 @@ class LimitsSweep:
 
     name = "limits"
 
-    def __init__(self, settings: Settings, db: Database, log: Any) -> None:
+    def __init__(self, settings: Settings, db: Database, log: Log) -> None:
         self.settings = settings
         self.db = db
         self.log = log

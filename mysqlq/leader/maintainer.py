@@ -11,9 +11,10 @@ that lost the role does nothing more; the chores' writes are fenced by its epoch
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from mysqlq.core.config import Settings
+from mysqlq.core.logs import Log
 from mysqlq.leader.elector import Elector
 from mysqlq.leader.limits_sweep import LimitsSweep
 from mysqlq.leader.reaper import Reaper
@@ -39,7 +40,7 @@ class Maintainer:
 
     name = "maintainer"
 
-    def __init__(self, settings: Settings, db: Database, log: Any, elector: Elector) -> None:
+    def __init__(self, settings: Settings, db: Database, log: Log, elector: Elector) -> None:
         self.elector = elector
         self.log = log
         self.server_started = 0.0  # monotonic time at which the server (re)started

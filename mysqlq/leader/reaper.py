@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from mysqlq import hint
 from mysqlq.core.config import Settings
+from mysqlq.core.logs import Log
 from mysqlq.leader.elector import Elector
 from mysqlq.store import dependencies
 from mysqlq.store import workers as store
@@ -29,7 +29,7 @@ class Reaper:
 
     name = "reaper"
 
-    def __init__(self, settings: Settings, db: Database, log: Any, elector: Elector,
+    def __init__(self, settings: Settings, db: Database, log: Log, elector: Elector,
                  server_started: Callable[[], float]) -> None:
         self.settings = settings
         self.db = db

@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from mysqlq.core.config import Settings
+from mysqlq.core.logs import Log
 from mysqlq.store import ops as store
 from mysqlq.store.db import Database
 
@@ -96,7 +96,7 @@ class Retention:
 
     name = "retention"
 
-    def __init__(self, settings: Settings, db: Database, log: Any) -> None:
+    def __init__(self, settings: Settings, db: Database, log: Log) -> None:
         self.settings = settings
         self.db = db
         self.log = log

@@ -16,10 +16,10 @@ entries no longer in the file is deleted when a worker with that file starts lea
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from mysqlq import hint
 from mysqlq.core.config import Settings
+from mysqlq.core.logs import Log
 from mysqlq.leader.schedule_file import Entry, load
 from mysqlq.store import schedules as store
 from mysqlq.store.db import Database
@@ -34,7 +34,7 @@ class Scheduler:
 
     name = "scheduler"
 
-    def __init__(self, settings: Settings, db: Database, log: Any, entries: list[Entry] | None = None) -> None:
+    def __init__(self, settings: Settings, db: Database, log: Log, entries: list[Entry] | None = None) -> None:
         self.settings = settings
         self.db = db
         self.log = log

@@ -12,10 +12,10 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
+from mysqlq.core.logs import Log
 from mysqlq.store import claims
 from mysqlq.store.db import Database
 from mysqlq.worker.cancels import Cancels
@@ -33,7 +33,7 @@ class Batch:
     batch_id: int
     jobs: deque[ClaimedJob]
     buffer: OutcomeBuffer
-    log: Any
+    log: Log
     ids: list[int]  # every job of the claim
     in_flight: int = 0  # jobs of it running in a slot
     keyed: bool = False  # some of its jobs carry a concurrency key (mysqlq.worker.limits)
@@ -57,7 +57,7 @@ class News:
 class Batches:
     """Every batch in hand, and the writing of their outcomes."""
 
-    def __init__(self, settings: Settings, db: Database, log: Any, leases: Leases, cancels: Cancels,
+    def __init__(self, settings: Settings, db: Database, log: Log, leases: Leases, cancels: Cancels,
                  limits: Limits, report: Report, wake: Callable[[Iterable[str]], None]) -> None:
         self.settings = settings
         self.db = db

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
+from mysqlq.core.logs import Log
 from mysqlq.store import claims
 from mysqlq.store.db import Cursor, Database
 
@@ -82,7 +83,7 @@ class CancelWatch:
 
     name = "cancel-watch"
 
-    def __init__(self, db: Database, cancels: Cancels, log: Any) -> None:
+    def __init__(self, db: Database, cancels: Cancels, log: Log) -> None:
         self.db = db
         self.cancels = cancels
         self.log = log

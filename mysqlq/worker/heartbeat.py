@@ -8,11 +8,11 @@ import socket
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 from mysqlq import hint
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import ConfigError
+from mysqlq.core.logs import Log
 from mysqlq.store import hints as hint_store
 from mysqlq.store import workers as store
 from mysqlq.store.db import Cursor, Database
@@ -43,7 +43,7 @@ class Heartbeat:
 
     name = "heartbeat"
 
-    def __init__(self, settings: Settings, db: Database, log: Any, leases: Leases,
+    def __init__(self, settings: Settings, db: Database, log: Log, leases: Leases,
                  hint_entry: Callable[[], tuple[str | None, bytes | None]]) -> None:
         self.settings = settings
         self.db = db

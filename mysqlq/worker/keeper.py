@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import MySQLdb
 
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import DatabaseUnavailable
 from mysqlq.core.jobs import ClaimedJob
+from mysqlq.core.logs import Log
 from mysqlq.store.db import Connection, Database
 from mysqlq.worker.batches import Batch, Batches
 from mysqlq.worker.claimer import Claim
@@ -52,7 +52,7 @@ class Keeper:
     """
 
     def __init__(self, settings: Settings, runner: Runner, batches: Batches, slots: Slots, leases: Leases,
-                 stop: StopFlag, log: Any, wake: Callable[[Iterable[str]], None]) -> None:
+                 stop: StopFlag, log: Log, wake: Callable[[Iterable[str]], None]) -> None:
         self.settings = settings
         self.runner = runner
         self.batches = batches

@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 from operator import attrgetter
-from typing import Any
 
 from mysqlq.core.errors import HandlerLoadError, HandlerNotFound
 from mysqlq.core.handlers import Registry, declared_concurrency_limit
 from mysqlq.core.jobs import ClaimedJob
+from mysqlq.core.logs import Log
 from mysqlq.store import limits as store
 from mysqlq.store.db import Database
 
@@ -43,7 +43,7 @@ _NONE = frozenset([None])
 class Limits:
     """A worker's side of concurrency limits: admitting what it claims, giving slots back."""
 
-    def __init__(self, registry: Registry, db: Database, log: Any) -> None:
+    def __init__(self, registry: Registry, db: Database, log: Log) -> None:
         self.registry = registry
         self.db = db
         self.log = log

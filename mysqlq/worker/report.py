@@ -3,8 +3,6 @@ metrics, and the counts its systemd STATUS shows."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from mysqlq.core import logs
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.worker.metrics import NoMetrics
@@ -22,7 +20,7 @@ class Report:
         self.done = 0
         self.failed = 0
 
-    def written(self, log: Any, entries: list[Entry], lost: set[int], done_only: bool = False) -> None:
+    def written(self, log: logs.Log, entries: list[Entry], lost: set[int], done_only: bool = False) -> None:
         """``entries`` were just written, in order; ``lost`` are the ids fenced out among them;
         ``done_only``: every entry is a job done with nothing to store, (job, seconds).
 
@@ -51,7 +49,7 @@ class Report:
         if done:
             self._done(log, done)
 
-    def _done(self, log: Any, done: list[tuple[ClaimedJob, float]]) -> None:
+    def _done(self, log: logs.Log, done: list[tuple[ClaimedJob, float]]) -> None:
         rows = [(job.id, job.queue, job.handler, job.attempt, seconds) for job, seconds in done]
         logs.log_many(log, "info", "job.done", DONE_KEYS, rows)
         self.done += len(done)
@@ -59,7 +57,7 @@ class Report:
             for job, seconds in done:
                 self.metrics.outcome(job, Outcome("done", seconds))
 
-    def outcome(self, log: Any, job: ClaimedJob, outcome: Outcome) -> None:
+    def outcome(self, log: logs.Log, job: ClaimedJob, outcome: Outcome) -> None:
         fields = {"job_id": job.id, "queue": job.queue, "handler": job.handler, "attempt": job.attempt,
                   "duration": outcome.duration}
         self.metrics.outcome(job, outcome)

@@ -126,7 +126,7 @@ class Prepared:
 class Runner:
     """Turns a claimed job into an Outcome; never raises for anything the job did."""
 
-    def __init__(self, settings: Settings, registry: Registry, log: Any, cancels: Cancels) -> None:
+    def __init__(self, settings: Settings, registry: Registry, log: logs.Log, cancels: Cancels) -> None:
         self.settings = settings
         self.registry = registry
         self.log = log

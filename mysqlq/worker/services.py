@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from mysqlq.core.config import Settings
+from mysqlq.core.logs import Log
 from mysqlq.store.db import FOREVER, Connection, Database
 
 AFTER_ERROR = 1.0  # seconds before a service that failed runs again
@@ -29,7 +30,7 @@ class Service(Protocol):
 class Services:
     """Runs services on one daemon thread; ``wake`` cuts a wait short (a poll saw the election change)."""
 
-    def __init__(self, settings: Settings, log: Any, wake: threading.Event,
+    def __init__(self, settings: Settings, log: Log, wake: threading.Event,
                  stop_requested: Callable[[], float | None]) -> None:
         # Registering waits for the server too, and gives up when the worker is asked to stop.
         self.db = Database(settings.dsn, retry=FOREVER, on_connect=self._on_connect, stop_requested=stop_requested)
