@@ -28,7 +28,7 @@ PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.1[23]*/bin/python3) \
                      $(shell command -v python3.13 python3.12 2>/dev/null))
 VENV6 := .venv-django6
 
-.PHONY: all deps venv lint docs test test-django6 test-mysql mysql demo bench clean distclean
+.PHONY: all deps venv lint docs test test-fast test-django6 test-mysql mysql demo bench clean distclean
 
 all: test
 
@@ -78,6 +78,10 @@ test: deps venv lint docs
 	$(BIN)/pytest $(PYTEST_ARGS)
 	$(MAKE) test-django6
 	$(MAKE) test-mysql
+
+# test-fast: only the tests that need no database server (tests/unit), in seconds; no server is started.
+test-fast: venv
+	$(BIN)/pytest -q tests/unit $(PYTEST_ARGS)
 
 # mysql: a private MySQL server's files (Debian sid's mysql-server-core and its libraries, unpacked
 # by the harness into ~/.cache/mysqlq-mysql/root with the machine's own apt; nothing installed

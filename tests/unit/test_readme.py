@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from .conftest import MYSQLQ, REPO
+from ..conftest import MYSQLQ, REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 DOCS = REPO / "docs"

@@ -13,7 +13,7 @@ import pytest
 
 from mysqlq.cli.deploy import TEMPLATE, TEMPLATE_DIR, hidden_from_others, needs_home, render_unit
 
-from .conftest import MYSQLQ, unavailable
+from ..conftest import MYSQLQ, unavailable
 
 MAX_EXPOSURE = 2.0  # "OK" is below 4.0; the unit scores about 1.1 (1.5 when it has to run as root)
 

@@ -10,7 +10,7 @@ import pytest
 
 from mysqlq.cli.deploy import TEMPLATE_DIR, WEB_UNIT, render_unit
 
-from .conftest import MYSQLQ
+from ..conftest import MYSQLQ
 from .test_systemd_unit import MAX_EXPOSURE, analyze, exposure, install
 
 

@@ -10,7 +10,9 @@ import shutil
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from ..conftest import REPO
+
+ROOT = REPO
 LINT_IMPORTS = pathlib.Path(sys.executable).parent / "lint-imports"
 
 

@@ -14,7 +14,7 @@ import pytest
 from mysqlq import ConfigError
 from mysqlq.leader.schedule_file import Entry, load, parse, tick_key
 
-from .conftest import MYSQLQ
+from ..conftest import MYSQLQ
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

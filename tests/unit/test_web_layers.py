@@ -8,7 +8,7 @@ import re
 
 import grimp
 
-from .conftest import REPO
+from ..conftest import REPO
 
 WEB = REPO / "mysqlq" / "web"
 SQL = re.compile(r"\b(SELECT\s.+\sFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|REPLACE\s+INTO)\b", re.S)
