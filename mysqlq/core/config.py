@@ -8,6 +8,7 @@ import socket
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from mysqlq.core import optionfile
 from mysqlq.core.addresses import parse_bind
 from mysqlq.core.errors import ConfigError, MysqlqError
 
@@ -16,12 +17,28 @@ MAX_NAME_LENGTH = 100
 MAX_CONCURRENCY = 256
 
 
+# The MySQL clients' --ssl-mode values, weakest first (docs/security.md says what each does here).
+SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+DEFAULT_SSL_MODE = "PREFERRED"  # as the MySQL clients: TLS whenever the server offers it
+VERIFYING = ("VERIFY_CA", "VERIFY_IDENTITY")
+DSN_PARAMETERS = ("read_default_file", "read_default_group", "ssl_ca", "ssl_cert", "ssl_key", "ssl_mode",
+                  "unix_socket")
+# TLS options of an option file that mysqlq does not apply: refused rather than silently left out.
+_TLS_OPTIONS = ("ssl_mode", "ssl_ca", "ssl_cert", "ssl_key", "ssl_verify_server_cert", "ssl", "skip_ssl")
+
+
 @dataclass(frozen=True)
 class Dsn:
-    """Where the database is: parsed from ``mysql://user:password@host:port/db?unix_socket=...``.
+    """Where the database is and how to reach it: parsed from
+    ``mysql://user:password@host:port/db?unix_socket=...&ssl_mode=...``.
 
     Several hosts (``mysql://user:pw@h1:3306,h2:3306,h3/db``, the nodes of a cluster) are tried in
     order: every connection goes to the first one that answers, and moves on when it fails.
+
+    ``ssl_mode`` has the MySQL clients' names and meanings (see SSL_MODES and docs/security.md);
+    ``ssl_ca``, ``ssl_cert`` and ``ssl_key`` are file paths. ``read_default_file`` and
+    ``read_default_group`` name the option file and group the other fields were completed from
+    when the DSN was parsed (mysqlq.core.optionfile); they only say so in :meth:`redacted`.
     """
 
     host: str = "127.0.0.1"
@@ -31,6 +48,34 @@ class Dsn:
     database: str = "test"
     unix_socket: str | None = None
     failover: tuple[tuple[str, int], ...] = ()  # the hosts after the first, in order
+    ssl_mode: str = DEFAULT_SSL_MODE
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    read_default_file: str | None = None
+    read_default_group: str | None = None
+
+    def __post_init__(self) -> None:
+        mode = self.ssl_mode.upper() if isinstance(self.ssl_mode, str) else self.ssl_mode
+        if mode not in SSL_MODES:
+            raise ConfigError(f"ssl_mode must be one of {', '.join(SSL_MODES)} (any case), got {self.ssl_mode!r}")
+        object.__setattr__(self, "ssl_mode", mode)
+        files = {"ssl_ca": self.ssl_ca, "ssl_cert": self.ssl_cert, "ssl_key": self.ssl_key}
+        given = [name for name, path in files.items() if path]
+        if mode == "DISABLED" and given:
+            raise ConfigError(f"ssl_mode=DISABLED makes no use of {' and '.join(given)}: remove "
+                              f"{'it' if len(given) == 1 else 'them'} or choose another ssl_mode")
+        if mode in VERIFYING and not self.ssl_ca:
+            raise ConfigError(f"ssl_mode={mode} needs ssl_ca, the file of the CA certificate(s) to verify the "
+                              "server with (for a public CA, the system's bundle: /etc/ssl/certs/ca-certificates.crt)")
+        if self.ssl_ca and mode not in VERIFYING:
+            raise ConfigError(f"ssl_ca serves only to verify the server, which ssl_mode={mode} does not do: "
+                              "choose ssl_mode=VERIFY_CA or VERIFY_IDENTITY")
+        if bool(self.ssl_cert) != bool(self.ssl_key):
+            raise ConfigError("ssl_cert and ssl_key go together: give both (the client certificate and its key) "
+                              "or neither")
+        for name in given:
+            _check_readable(name, str(files[name]))
 
     @classmethod
     def parse(cls, url: str) -> Dsn:
@@ -39,27 +84,89 @@ class Dsn:
         if parts.scheme not in ("mysql", "mariadb"):
             raise ConfigError("DSN must start with mysql:// or mariadb:// (e.g. mysql://user:pw@host:3306/db)")
         userinfo, _, hostlist = parts.netloc.rpartition("@")
-        user, _, password = userinfo.partition(":")
-        addresses = [_address(item) for item in hostlist.split(",")] if hostlist else [("localhost", 3306)]
+        user, colon, password = userinfo.partition(":")
+        addresses = [_address(item) for item in hostlist.split(",")] if hostlist else None
         database = unquote(parts.path.lstrip("/"))
-        if not database or "/" in database:
+        if "/" in database:
             raise ConfigError("DSN must name a database, e.g. mysql://user@host/mydb")
-        query = parse_qs(parts.query)
-        unknown = set(query) - {"unix_socket"}
+        query = parse_qs(parts.query, keep_blank_values=True)
+        unknown = set(query) - set(DSN_PARAMETERS)
         if unknown:
-            raise ConfigError(f"DSN has unknown parameter(s): {', '.join(sorted(unknown))} (known: unix_socket)")
-        sockets = query.get("unix_socket")
-        if sockets and len(addresses) > 1:
+            raise ConfigError(f"DSN has unknown parameter(s): {', '.join(sorted(unknown))} "
+                              f"(known: {', '.join(DSN_PARAMETERS)})")
+        params: dict[str, str] = {}
+        for name, values in query.items():
+            if not values[-1]:
+                raise ConfigError(f"DSN parameter {name} is empty")
+            params[name] = values[-1]
+        if "unix_socket" in params and addresses and len(addresses) > 1:
             raise ConfigError("DSN names several hosts and a unix_socket: give one or the other")
+        return cls.assemble(
+            addresses=addresses,
+            user=unquote(user) or None,
+            password=unquote(password) if colon else None,
+            database=database or None,
+            unix_socket=params.get("unix_socket"),
+            ssl_mode=params.get("ssl_mode"),
+            ssl_ca=params.get("ssl_ca"),
+            ssl_cert=params.get("ssl_cert"),
+            ssl_key=params.get("ssl_key"),
+            read_default_file=params.get("read_default_file"),
+            read_default_group=params.get("read_default_group"),
+        )
+
+    @classmethod
+    def assemble(cls, *, addresses: list[tuple[str, int]] | None = None, user: str | None = None,
+                 password: str | None = None, database: str | None = None, unix_socket: str | None = None,
+                 ssl_mode: str | None = None, ssl_ca: str | None = None, ssl_cert: str | None = None,
+                 ssl_key: str | None = None, read_default_file: str | None = None,
+                 read_default_group: str | None = None) -> Dsn:
+        """A DSN from the parts given (None: not given), completed from the option file or group when
+        one is named (what is given wins, as on the MySQL clients' command line), then from defaults.
+
+        Without hosts given, the option file's ``host``, ``port`` and ``socket`` are used (its socket
+        when its host is absent or ``localhost``, as the clients do)."""
+        options: dict[str, str | None] = {}
+        where = ""
+        if read_default_file or read_default_group:
+            options, where = optionfile.read_groups(read_default_file, read_default_group)
+            for name in options:
+                if name.startswith(("ssl", "tls", "skip_ssl")) and name not in _TLS_OPTIONS:
+                    raise ConfigError(f"option file {where} sets {name.replace('_', '-')}, which mysqlq does "
+                                      "not apply: use ssl-mode, ssl-ca, ssl-cert and ssl-key")
+        if addresses is None:
+            host = options.get("host") or "localhost"
+            port = _port(options["port"], where) if options.get("port") else 3306
+            addresses = [(host, port)]
+            if unix_socket is None and host == "localhost":
+                unix_socket = options.get("socket") or None
+        if database is None:
+            database = options.get("database")
+            if not database:
+                raise ConfigError("DSN must name a database, e.g. mysql://user@host/mydb")
+        if ssl_mode:
+            # The mode given overrides the file's: the file's TLS files that it makes no use of are left out.
+            mode = ssl_mode.upper()
+            if mode not in VERIFYING:
+                options.pop("ssl_ca", None)
+            if mode == "DISABLED":
+                options.pop("ssl_cert", None)
+                options.pop("ssl_key", None)
         (host, port), *rest = addresses
         return cls(
             host=host,
             port=port,
-            user=unquote(user or "root"),
-            password=unquote(password),
+            user=user or options.get("user") or "root",
+            password=password if password is not None else options.get("password") or "",
             database=database,
-            unix_socket=sockets[-1] if sockets else None,
+            unix_socket=unix_socket,
             failover=tuple(rest),
+            ssl_mode=ssl_mode or options.get("ssl_mode") or _mode_of_flags(options, where),
+            ssl_ca=ssl_ca or options.get("ssl_ca"),
+            ssl_cert=ssl_cert or options.get("ssl_cert"),
+            ssl_key=ssl_key or options.get("ssl_key"),
+            read_default_file=read_default_file,
+            read_default_group=read_default_group,
         )
 
     @property
@@ -68,11 +175,14 @@ class Dsn:
         return ((self.host, self.port), *self.failover)
 
     def redacted(self) -> str:
-        """The DSN as it may appear in logs and errors: the password is never shown."""
+        """The DSN as it may appear in logs and errors: where and how, but never the password."""
         auth = self.user + (":***" if self.password else "")
         where = ",".join(_join(host, port) for host, port in self.addresses) if not self.unix_socket else self.host
-        tail = f"?unix_socket={self.unix_socket}" if self.unix_socket else ""
-        return f"mysql://{auth}@{where}/{self.database}{tail}"
+        params = {"unix_socket": self.unix_socket,
+                  "ssl_mode": self.ssl_mode if self.ssl_mode != DEFAULT_SSL_MODE else None,
+                  "read_default_file": self.read_default_file, "read_default_group": self.read_default_group}
+        tail = "&".join(f"{name}={value}" for name, value in params.items() if value)
+        return f"mysql://{auth}@{where}/{self.database}" + (f"?{tail}" if tail else "")
 
     def __repr__(self) -> str:
         return f"Dsn({self.redacted()!r})"
@@ -82,10 +192,43 @@ class Dsn:
         """A stable string naming this database, used to scope has-task hints.
 
         The hosts are sorted: clients listing a cluster's nodes in different orders (each worker its
-        own node first) reach the same database and must hear each other's hints.
+        own node first) reach the same database and must hear each other's hints. How they connect
+        (TLS, an option file) is not part of it.
         """
         where = self.unix_socket or ",".join(sorted(_join(host, port) for host, port in self.addresses))
         return f"{where}/{self.database}"
+
+
+def _check_readable(name: str, path: str) -> None:
+    """A clear error now rather than the TLS library's later: the file must exist and be readable."""
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+    except OSError as exc:
+        raise ConfigError(f"{name} file {path} cannot be read: {exc.strerror or exc}") from None
+
+
+def _port(text: str | None, where: str) -> int:
+    if not (text and text.isdigit() and 0 < int(text) < 65536):
+        raise ConfigError(f"option file {where} has an invalid port")
+    return int(text)
+
+
+def _mode_of_flags(options: dict[str, str | None], where: str) -> str:
+    """ssl_mode from an option file's older flags: ``ssl-verify-server-cert`` (MariaDB's clients) is
+    VERIFY_IDENTITY; ``skip-ssl`` or ``ssl=0`` is DISABLED; otherwise the default."""
+    def flag(name: str) -> bool:
+        if name not in options:
+            return False
+        value = (options[name] or "1").upper()
+        if value not in ("1", "0", "ON", "OFF", "TRUE", "FALSE"):
+            raise ConfigError(f"option file {where}: {name.replace('_', '-')} must be 0 or 1")
+        return value in ("1", "ON", "TRUE")
+
+    if flag("ssl_verify_server_cert"):
+        return "VERIFY_IDENTITY"
+    if flag("skip_ssl") or ("ssl" in options and not flag("ssl")):
+        return "DISABLED"
+    return DEFAULT_SSL_MODE
 
 
 def _address(item: str) -> tuple[str, int]:
