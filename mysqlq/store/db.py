@@ -50,6 +50,36 @@ TRANSIENT_CODES = frozenset(
     }
 )
 ACCESS_DENIED, UNKNOWN_DATABASE = 1045, 1049
+TLS_FAILED = 2026  # the client's "SSL connection error": no TLS offered, a certificate refused
+SECURE_TRANSPORT_REQUIRED = 3159  # MySQL: require_secure_transport=ON refused a connection without TLS
+ENCRYPTED_MODES = ("REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+
+# mysqlclient built on MariaDB Connector/C (numbered 3.x; Debian's libmariadb, most Linux builds)
+# emulates the ssl_mode argument, and its VERIFY_CA checks the host name too. On MySQL's own client
+# library (8.x and later) the argument goes through as the MySQL clients understand it.
+CONNECTOR_C = str(MySQLdb.get_client_info()).startswith("3.")
+
+
+def tls_arguments(dsn: Dsn) -> dict[str, Any]:
+    """mysqlclient's connect() arguments for the DSN's ``ssl_mode`` and TLS files (docs/security.md
+    has the table).
+
+    On Connector/C, mysqlclient's ``ssl_mode="REQUIRED"`` asks for TLS whenever the server offers it
+    and goes on in plain text when it offers none; with a CA file the server's certificate chain is
+    verified against it, its host name is not. Its ``VERIFY_IDENTITY`` also checks the host name. So:
+    PREFERRED is the library's REQUIRED; REQUIRED is the same, checked after connecting (mysqlq refuses
+    a connection without a cipher); VERIFY_CA is the library's REQUIRED with the CA file, checked the
+    same way; VERIFY_IDENTITY is the library's own. Over a unix socket, PREFERRED without a client
+    certificate sends no TLS: the socket never leaves the host, and both servers count it as secure.
+    """
+    files = {key: path for key, path in (("ca", dsn.ssl_ca), ("cert", dsn.ssl_cert), ("key", dsn.ssl_key)) if path}
+    mode = dsn.ssl_mode
+    if mode == "PREFERRED" and dsn.unix_socket and not files:
+        mode = "DISABLED"
+    library_mode = mode
+    if CONNECTOR_C and mode in ("PREFERRED", "VERIFY_CA"):
+        library_mode = "REQUIRED"
+    return {"ssl_mode": library_mode, **({"ssl": files} if files else {})}
 
 
 def error_code(exc: BaseException) -> int | None:
@@ -144,20 +174,67 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_datab
         kwargs["unix_socket"] = dsn.unix_socket
     else:
         kwargs.update(host=host, port=port)
+    kwargs.update(tls_arguments(dsn))
+    where = dsn.unix_socket or f"{host}:{port}"
     try:
-        return MySQLdb.connect(**kwargs)
+        conn = MySQLdb.connect(**kwargs)
     except MySQLdb.OperationalError as exc:
-        code, where = error_code(exc), dsn.unix_socket or f"{host}:{port}"
+        code = error_code(exc)
         message = exc.args[1] if len(exc.args) > 1 else str(exc)
         if code == ACCESS_DENIED:
+            hint = (", or whether the server requires TLS, which ssl_mode=DISABLED does not send"
+                    if dsn.ssl_mode == "DISABLED" else "")
             raise DatabaseUnavailable(
-                f"access denied for user {dsn.user!r} at {where}: check the DSN's user and password",
+                f"access denied for user {dsn.user!r} at {where}: check the DSN's user and password{hint}",
                 transient=False,
             ) from None
         if code == UNKNOWN_DATABASE:
             raise DatabaseUnavailable(f"database {dsn.database!r} does not exist on {where}: create it with "
                                       "`mysqlq migrate --create-database`", transient=False) from None
+        if code == SECURE_TRANSPORT_REQUIRED:
+            raise DatabaseUnavailable(f"the server at {where} accepts only encrypted connections "
+                                      f"(require_secure_transport=ON) and ssl_mode is {dsn.ssl_mode}: set "
+                                      "ssl_mode=REQUIRED or stronger in the DSN", transient=False) from None
+        if code == TLS_FAILED:
+            # Transient like an unreachable server: a worker keeps retrying (the certificate may be
+            # renewed, the server reconfigured) and a DSN's next host is tried.
+            raise DatabaseUnavailable(f"cannot connect to the database at {where} over TLS (ssl_mode="
+                                      f"{dsn.ssl_mode}): {_tls_reason(message, dsn, host)}", transient=True) from None
         raise DatabaseUnavailable(f"cannot connect to the database at {where}: {message}", transient=True) from None
+    if dsn.ssl_mode in ENCRYPTED_MODES:
+        _check_encrypted(conn, dsn, where)
+    return conn
+
+
+def _tls_reason(message: str, dsn: Dsn, host: str) -> str:
+    """Why the client library refused TLS, in words that say what to look at (never a key's content)."""
+    reason = str(message)
+    for prefix in ("TLS/SSL error: ", "SSL connection error: "):
+        reason = reason.removeprefix(prefix)
+    if "does not support it" in reason:
+        return "the server offers no TLS"
+    if reason.startswith("Validation of SSL server certificate failed"):
+        return f"the server's certificate is not made out to {host!r} (VERIFY_IDENTITY checks the host name)"
+    if dsn.ssl_ca and "certificate" in reason.lower():
+        return f"the server's certificate is not trusted by ssl_ca {dsn.ssl_ca} ({reason})"
+    return reason
+
+
+def _check_encrypted(conn: Connection, dsn: Dsn, where: str) -> None:
+    """Close ``conn`` and refuse it when it is not encrypted (the library may have gone on in plain text)."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute(query("tls_cipher"))
+            row = cur.fetchone()
+    except MySQLdb.Error as exc:
+        with contextlib.suppress(MySQLdb.Error):
+            conn.close()
+        raise DatabaseUnavailable(f"cannot connect to the database at {where}: {exc}", transient=True) from None
+    if row is None or not row[1]:
+        with contextlib.suppress(MySQLdb.Error):
+            conn.close()
+        raise DatabaseUnavailable(f"cannot connect to the database at {where} over TLS (ssl_mode={dsn.ssl_mode}): "
+                                  "the server offers no TLS", transient=True)
 
 
 def _refuses_writes(conn: Connection) -> str | None:

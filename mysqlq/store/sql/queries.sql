@@ -82,6 +82,11 @@ SHOW GLOBAL STATUS LIKE 'wsrep_ready';
 -- Group Replication sets it on secondaries and on members not ONLINE) and wsrep_on (MariaDB).
 SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'wsrep_on');
 
+-- name: tls_cipher
+-- The cipher of this connection's TLS, empty when it is not encrypted (checked after connecting
+-- when the DSN's ssl_mode requires TLS: the client library may fall back to plain text silently).
+SHOW SESSION STATUS LIKE 'Ssl_cipher';
+
 -- name: get_lock
 -- A named server lock (migrations, reaper leadership); 1 when taken.
 SELECT GET_LOCK(%(name)s, %(timeout)s);
