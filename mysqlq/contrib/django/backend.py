@@ -15,6 +15,10 @@ Where the job is written:
 * Otherwise (a PostgreSQL or SQLite database, or a queue database of its own named by
   ``OPTIONS["DSN"]``), through mysqlq's own connection when the transaction commits
   (``transaction.on_commit``), at once outside a transaction.
+
+TLS: on the request's own connection, the database's ``OPTIONS`` decide (Django hands them to
+mysqlclient). mysqlq's own connections (results, deferred enqueues) take the DSN's ``ssl_mode`` and
+files, or without a DSN the same ``OPTIONS`` read by :func:`dsn_of_database`.
 """
 
 from __future__ import annotations
@@ -48,6 +52,38 @@ def priority_of(django_priority: int) -> int:
 
 def result_key(result_id: str) -> str:
     return KEY_PREFIX + result_id
+
+
+def dsn_of_database(db: dict[str, Any]) -> Dsn:
+    """mysqlq's DSN for a Django MySQL database: its HOST, PORT, USER, PASSWORD and NAME, and from its
+    OPTIONS (which Django hands to mysqlclient) ``unix_socket``, ``ssl_mode``, ``ssl`` (``ca``, ``cert``,
+    ``key``) and ``read_default_file`` / ``read_default_group`` (read by mysqlq, see
+    mysqlq.core.optionfile). A ``ca`` without ``ssl_mode`` means VERIFY_CA, what mysqlclient does with
+    it (the chain is verified, the host name is not). What the settings leave empty comes from the
+    option file, then from mysqlq's defaults."""
+    options = db.get("OPTIONS") or {}
+    ssl = options.get("ssl") or {}
+    if not isinstance(ssl, dict):  # mysqlclient's ssl=True: TLS required
+        ssl, mode = {}, "REQUIRED" if ssl else None
+    else:
+        mode = "VERIFY_CA" if ssl.get("ca") else None
+    host, port = db.get("HOST") or None, db.get("PORT") or None
+    socket = options.get("unix_socket")
+    if host and host.startswith("/"):  # Django's way to name a unix socket
+        host, socket = None, socket or host
+    return Dsn.assemble(
+        addresses=[(host or "localhost", int(port or 3306))] if host or port else None,
+        user=db.get("USER") or None,
+        password=db.get("PASSWORD") or None,
+        database=db.get("NAME") or None,
+        unix_socket=socket,
+        ssl_mode=options.get("ssl_mode") or mode,
+        ssl_ca=ssl.get("ca"),
+        ssl_cert=ssl.get("cert"),
+        ssl_key=ssl.get("key"),
+        read_default_file=options.get("read_default_file"),
+        read_default_group=options.get("read_default_group"),
+    )
 
 
 class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
@@ -95,10 +131,7 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         if db.get("ENGINE") != "django.db.backends.mysql":
             raise ConfigError(f"TASKS[{self.alias!r}]: database {self.database!r} is not MySQL or MariaDB; "
                               "give OPTIONS['DSN'] (the queue's database)")
-        options = db.get("OPTIONS", {})
-        return Settings(dsn=Dsn(host=db.get("HOST") or "localhost", port=int(db.get("PORT") or 3306),
-                                user=db.get("USER") or "root", password=db.get("PASSWORD") or "",
-                                database=db["NAME"], unix_socket=options.get("unix_socket")))
+        return Settings(dsn=dsn_of_database(db))
 
     def producer(self) -> Producer:
         """mysqlq's own producer (opened on first use), for results and deferred enqueues."""
