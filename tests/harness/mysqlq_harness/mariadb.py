@@ -7,6 +7,11 @@ The server ignores every option file (``--no-defaults``), listens on its own
 socket and on a free TCP port on 127.0.0.1 only (or ``bind_address``), and lets ``root`` in without a
 password over the socket (``root@localhost``) and over TCP (``root@127.0.0.1``).
 
+A server may also offer TLS with given certificate files (``tls=ServerTls(ca, cert, key)``),
+refuse unencrypted TCP connections (``require_secure_transport=True``) and take further options
+(``options=["--performance-schema=ON"]``): tests of encrypted connections start such a server of
+their own, the session's shared one stays plain.
+
 Library use::
 
     db = PrivateMariaDB(pathlib.Path("/tmp/x"))
@@ -43,12 +48,13 @@ import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
 from mysqlq_harness.net import free_port
 
-__all__ = ["MariaDBError", "PrivateMariaDB", "server_greets"]
+__all__ = ["MariaDBError", "PrivateMariaDB", "ServerTls", "server_greets"]
 
 #: Unix socket paths are limited to 107 bytes (sun_path is 108 with the NUL).
 _MAX_SOCKET_PATH = 100
@@ -152,6 +158,16 @@ def _tail(path: pathlib.Path, offset: int = 0, lines: int = _LOG_TAIL_LINES) -> 
     return "\n".join(text.splitlines()[-lines:])
 
 
+@dataclass(frozen=True)
+class ServerTls:
+    """The PEM files a private server offers TLS with: the CA that signed client certificates it
+    accepts, its own certificate and that certificate's key."""
+
+    ca: pathlib.Path
+    cert: pathlib.Path
+    key: pathlib.Path
+
+
 class PrivateMariaDB:
     """A private mariadbd; data dir, socket, pid file and error log live in ``basedir``.
 
@@ -173,10 +189,16 @@ class PrivateMariaDB:
         die_with_parent: bool = False,
         bind_address: str = "127.0.0.1",
         netns: str | None = None,
+        tls: ServerTls | None = None,
+        require_secure_transport: bool = False,
+        options: Sequence[str] = (),
     ) -> None:
         self.basedir = pathlib.Path(basedir).resolve()
         self.bind_address = bind_address
         self.netns = netns
+        self.tls = tls
+        self.require_secure_transport = require_secure_transport
+        self.options = tuple(options)
         self.datadir = self.basedir / "data"
         self.pid_file = self.basedir / "mariadbd.pid"
         self.error_log = self.basedir / "error.log"
@@ -393,6 +415,7 @@ class PrivateMariaDB:
             # what Debian's and MySQL 8's stock configs give.
             "--character-set-server=utf8mb4",
             "--collation-server=utf8mb4_general_ci",
+            *self._tls_args(),
         ]
         if os.geteuid() == 0:
             args.append("--user=root")
@@ -415,6 +438,15 @@ class PrivateMariaDB:
             "--innodb-buffer-pool-size=256M",
             "--skip-log-bin",
         ]
+
+    def _tls_args(self) -> list[str]:
+        """TLS and further options given to this server (the same names on MariaDB and MySQL)."""
+        args = list(self.options)
+        if self.tls is not None:
+            args += [f"--ssl-ca={self.tls.ca}", f"--ssl-cert={self.tls.cert}", f"--ssl-key={self.tls.key}"]
+        if self.require_secure_transport:
+            args.append("--require-secure-transport=ON")
+        return args
 
     def _wait_ready(
         self, deadline: float, proc: subprocess.Popen[bytes] | None, log_offset: int

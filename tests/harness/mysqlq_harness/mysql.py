@@ -122,7 +122,7 @@ class PrivateMySQL(PrivateMariaDB):
         self._first_start_file.write_text(_FIRST_START_SQL)
 
     def _server_args(self) -> list[str]:
-        args = [*self._common(), *self._layout_args()]
+        args = [*self._common(), *self._layout_args(), *self._tls_args()]
         if self._first_start_file.exists():
             args.append(f"--init-file={self._first_start_file}")
         return args
