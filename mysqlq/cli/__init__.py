@@ -11,6 +11,7 @@ import click
 import MySQLdb
 from click.core import ParameterSource
 
+from mysqlq.core import secrets
 from mysqlq.core.config import DEFAULT_DSN, Dsn, Settings
 from mysqlq.core.envfile import EnvFiles
 from mysqlq.core.errors import MysqlqError
@@ -25,11 +26,12 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """Record a global option's value for the whole invocation. Parsing goes from ``mysqlq`` down to
     the command, so a value typed after the command wins over one typed before it; a value from the
     environment or a default never replaces one typed anywhere on the command line."""
-    typed = ctx.get_parameter_source(param.name or "") == ParameterSource.COMMANDLINE
-    seen: dict[str, tuple[Any, bool]] = ctx.meta.setdefault(GLOBALS, {})
+    source = ctx.get_parameter_source(param.name or "")
+    typed = source == ParameterSource.COMMANDLINE
+    seen: dict[str, tuple[Any, bool, bool]] = ctx.meta.setdefault(GLOBALS, {})
     name = param.name or ""
-    if typed or not seen.get(name, (None, False))[1]:
-        seen[name] = (value, typed)
+    if typed or not seen.get(name, (None, False, False))[1]:
+        seen[name] = (value, typed, source not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP))
     return value
 
 
@@ -50,6 +52,14 @@ def global_options() -> list[click.Parameter]:
         click.Option(["--dsn"], envvar="MYSQLQ_DSN", show_envvar=True, default=DEFAULT_DSN, expose_value=False,
                      callback=_remember,
                      help="Database, as mysql://user:password@host:port/db (optionally ?unix_socket=/path)."),
+        click.Option(["--dsn-file"], envvar="MYSQLQ_DSN_FILE", show_envvar=True, default=None, expose_value=False,
+                     callback=_remember, metavar="PATH",
+                     help="Read the DSN from this file instead, e.g. /etc/credstore/mysqlq.dsn (under systemd, the "
+                     "credential mysqlq.dsn is read without it)."),
+        click.Option(["--password-file"], envvar="MYSQLQ_PASSWORD_FILE", show_envvar=True, default=None,
+                     expose_value=False, callback=_remember, metavar="PATH",
+                     help="Read the database password from this file, for a DSN without one (no URL-encoding; "
+                     "under systemd, the credential mysqlq.password)."),
         click.Option(["--log-format"], envvar="MYSQLQ_LOG_FORMAT", show_envvar=True, type=click.Choice(FORMATS),
                      default="auto", expose_value=False, callback=_remember,
                      help="auto: the journal under systemd, console lines otherwise."),
@@ -64,10 +74,17 @@ def global_options() -> list[click.Parameter]:
     ]
 
 
-def global_value(ctx: click.Context, name: str) -> Any:
-    """The value of a global option (dsn, log_format, log_level) for this invocation."""
-    seen: dict[str, tuple[Any, bool]] = ctx.meta.get(GLOBALS, {})
-    return seen[name][0] if name in seen else None
+def global_value(ctx: click.Context, name: str, given: bool = False) -> Any:
+    """The value of a global option (dsn, log_format, log_level) for this invocation; with ``given``,
+    None unless it was given (typed, or from its variable) rather than defaulted."""
+    seen: dict[str, tuple[Any, bool, bool]] = ctx.meta.get(GLOBALS, {})
+    return seen[name][0] if name in seen and (seen[name][2] or not given) else None
+
+
+def global_typed(ctx: click.Context, name: str) -> bool:
+    """True when a global option's value was typed on the command line (not taken from a variable)."""
+    seen: dict[str, tuple[Any, bool, bool]] = ctx.meta.get(GLOBALS, {})
+    return name in seen and seen[name][1]
 
 
 class Command(click.Command):
@@ -151,8 +168,16 @@ def main() -> None:
     """
 
 
+def database(ctx: click.Context) -> Dsn:
+    """The DSN of this invocation: --dsn, --dsn-file or the credential mysqlq.dsn, with the password
+    from --password-file or the credential mysqlq.password when given (mysqlq.core.secrets)."""
+    names = ("dsn", "dsn_file", "password_file")
+    return secrets.resolve_dsn(*(global_value(ctx, name, given=True) for name in names),
+                               typed={name for name in names if global_typed(ctx, name)})
+
+
 def settings(ctx: click.Context, **values: Any) -> Settings:
     """Settings from the global DSN and a command's options (None means: keep the default)."""
     given = {key: value for key, value in values.items() if value is not None}
-    return Settings(dsn=Dsn.parse(global_value(ctx, "dsn") or DEFAULT_DSN), **given)
+    return Settings(dsn=database(ctx), **given)
 

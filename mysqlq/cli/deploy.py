@@ -15,6 +15,7 @@ import click
 
 from mysqlq.cli import main
 from mysqlq.core.errors import ConfigError, MysqlqError
+from mysqlq.core.secrets import DSN_CREDENTIAL, PASSWORD_CREDENTIAL, TOKEN_CREDENTIAL
 
 TEMPLATE = "myjob@.service"
 
@@ -31,6 +32,8 @@ TARGET = "myjob.target"
 PLACEHOLDER = "@MYSQLQ@"
 UNIT_DIR = Path("etc/systemd/system")
 CONFIG_DIR = Path("etc/mysqlq")
+CREDSTORE = Path("etc/credstore")  # where systemd (251+) finds LoadCredential=NAME without a path
+ENCRYPTED_CREDSTORE = Path("etc/credstore.encrypted")  # ... and LoadCredentialEncrypted=NAME
 HOME_DIRS = (Path("/home"), Path("/root"), Path("/run/user"))
 TMP_DIRS = (Path("/tmp"), Path("/var/tmp"))
 DYNAMIC_USER = "User=mysqlq\nGroup=mysqlq\nDynamicUser=yes\n"
@@ -39,12 +42,17 @@ NAME = re.compile(r"[A-Za-z0-9_.:-]+")
 EXAMPLE_ENV = """\
 # mysqlq: settings for every {name}@*.service instance, one VAR=value per line (no quotes needed).
 # /etc/mysqlq/INSTANCE.env (e.g. 1.env for {name}@1) is read after this file and overrides it.
-# Every `mysqlq worker --help` option has a MYSQLQ_* variable. This file holds the database
-# password: keep it readable by root only (systemd reads it before dropping privileges).
+# Every `mysqlq worker --help` option has a MYSQLQ_* variable. Keep this file readable by root
+# only (systemd reads it before dropping privileges).
 
-# The database (required). Before the first start, create the schema with these settings:
-#   sudo /path/to/venv/bin/mysqlq --env-file /etc/mysqlq/mysqlq.env migrate [--create-database]
-#MYSQLQ_DSN=mysql://mysqlq:secret@db.example.com:3306/app
+# The database (required) is not set here: its DSN, on one line such as
+#   mysql://mysqlq:secret@db.example.com:3306/app
+# goes in the credential {credential}, which systemd hands to the
+# workers without putting it in their environment. Before the first start, create the schema:
+#   {read_dsn}migrate [--create-database]
+# Or only the password goes in {password_credential}, and the rest of the DSN here:
+#MYSQLQ_DSN=mysql://mysqlq@db.example.com:3306/app
+# (A whole DSN here, password included, works too, as in installs before the credentials.)
 
 # Queues to work, earliest first, and jobs claimed per round trip.
 #MYSQLQ_QUEUES=default
@@ -84,14 +92,15 @@ EXAMPLE_SCHEDULE = """\
 
 WEB_UNIT = "mysqlq-web.service"
 EXAMPLE_WEB_ENV = """\
-# mysqlq web (mysqlq-web.service): read after mysqlq.env, which holds MYSQLQ_DSN.
-# Keep this file readable by root only: it holds the dashboard's access token.
+# mysqlq web (mysqlq-web.service): read after mysqlq.env; the DSN comes from the same credential
+# as the workers'. Keep this file readable by root only.
 
 # Where to listen. Prometheus and browsers on other hosts need a reachable address, e.g. 0.0.0.0:8080.
 #MYSQLQ_WEB_BIND=127.0.0.1:8080
 
-# Every request must carry this token (Prometheus: `authorization: {credentials_file: ...}`;
-# browsers: the login form). Make one with `openssl rand -hex 24`.
+# Every request must carry an access token (Prometheus: `authorization: {{credentials_file: ...}}`;
+# browsers: the login form). Keep it in the credential {token_credential}:
+# one line made with `openssl rand -hex 24`. Set here, it works too, but sits in the environment.
 #MYSQLQ_WEB_TOKEN=
 
 # Show the queues, refuse every action (retry, cancel, pause, resume).
@@ -99,7 +108,29 @@ EXAMPLE_WEB_ENV = """\
 """
 
 
-def install_web(root: Path, executable: Path, template: Path) -> list[tuple[str, Path]]:
+def migrate_command(dsn: Path, encrypted: bool) -> str:
+    """The start of a root shell's command line running mysqlq with the units' settings and DSN."""
+    if encrypted:  # the decrypted DSN goes through a pipe, never into a file or the environment
+        return f"systemd-creds decrypt {dsn} - | mysqlq --env-file /etc/mysqlq/mysqlq.env --dsn-file /dev/stdin "
+    return f"mysqlq --env-file /etc/mysqlq/mysqlq.env --dsn-file {dsn} "
+
+
+def credential_path(name: str, encrypted: bool = False) -> Path:
+    """Where systemd finds credential ``name`` for a unit's ``LoadCredential[Encrypted]=name``."""
+    return Path("/") / (ENCRYPTED_CREDSTORE if encrypted else CREDSTORE) / name
+
+
+def _credstore(root: Path, encrypted: bool) -> tuple[str, Path]:
+    """Make the credential store (root's alone) that the units read their secrets from, if missing."""
+    store = root / (ENCRYPTED_CREDSTORE if encrypted else CREDSTORE)
+    if store.is_dir():
+        return ("kept", store)
+    store.mkdir(mode=0o700, parents=True)
+    os.chmod(store, 0o700)
+    return ("made", store)
+
+
+def install_web(root: Path, executable: Path, template: Path, encrypted: bool = False) -> list[tuple[str, Path]]:
     """Write mysqlq-web.service (hardened like the workers' unit) and an example web.env under ``root``."""
     try:
         source = template.read_text(encoding="utf-8")
@@ -107,10 +138,12 @@ def install_web(root: Path, executable: Path, template: Path) -> list[tuple[str,
         raise ConfigError(f"cannot read the web unit template: {exc}") from None
     paths = runtime_paths(executable)
     in_tmp = needs_tmp(paths)
-    rendered = render_unit(source, executable, needs_home(paths), bool(hidden_from_others(paths)) or in_tmp, in_tmp)
+    rendered = render_unit(source, executable, needs_home(paths), bool(hidden_from_others(paths)) or in_tmp, in_tmp,
+                           encrypted)
     unit, env = root / UNIT_DIR / WEB_UNIT, root / CONFIG_DIR / "web.env"
     done = [(_write(unit, rendered, 0o644), unit)]
-    done.append(("kept", env) if env.exists() else (_write(env, EXAMPLE_WEB_ENV, 0o600), env))
+    example = EXAMPLE_WEB_ENV.format(token_credential=credential_path(TOKEN_CREDENTIAL, encrypted))
+    done.append(("kept", env) if env.exists() else (_write(env, example, 0o600), env))
     return done
 
 
@@ -172,13 +205,16 @@ def needs_tmp(paths: Iterable[Path]) -> bool:
 
 
 def render_unit(template: str, executable: Path, home_readable: bool = False, as_root: bool = False,
-                shared_tmp: bool = False) -> str:
+                shared_tmp: bool = False, encrypted: bool = False) -> str:
     """The template with the executable's absolute path in ExecStart; ``home_readable`` turns
     ProtectHome=yes into read-only, ``as_root`` drops the dynamic user (other hardening stays),
-    ``shared_tmp`` turns PrivateTmp off (a venv under /tmp would be invisible to the worker)."""
+    ``shared_tmp`` turns PrivateTmp off (a venv under /tmp would be invisible to the worker),
+    ``encrypted`` loads the credentials with LoadCredentialEncrypted= (made by systemd-creds)."""
     if PLACEHOLDER not in template:
         raise ConfigError(f"the unit template has no {PLACEHOLDER} placeholder in ExecStart")
     text = template.replace(PLACEHOLDER, str(executable))
+    if encrypted:
+        text = text.replace("\nLoadCredential=", "\nLoadCredentialEncrypted=")
     if home_readable:
         text = text.replace("\nProtectHome=yes\n", "\nProtectHome=read-only\n")
     if shared_tmp:
@@ -202,8 +238,10 @@ def _write(path: Path, text: str, mode: int) -> str:
     return "updated" if existed else "wrote"
 
 
-def install(root: Path, name: str, executable: Path, template: Path) -> list[tuple[str, Path]]:
-    """Write NAME@.service, NAME.target and (unless there are) an example env file and schedule under ``root``.
+def install(root: Path, name: str, executable: Path, template: Path, encrypted: bool = False) -> list[tuple[str, Path]]:
+    """Write NAME@.service, NAME.target and (unless there are) an example env file and schedule under
+    ``root``, and make the credential store the units read the DSN from (``encrypted``: the one for
+    credentials made by systemd-creds).
 
     Returns (what happened, path) pairs; a ("warning: ...", path) pair when the unit must run as root.
     """
@@ -221,7 +259,7 @@ def install(root: Path, name: str, executable: Path, template: Path) -> list[tup
     hidden = hidden_from_others(paths)
     unit, target = unit_dir / f"{name}@.service", unit_dir / f"{name}.target"
     in_tmp = needs_tmp(paths)  # DynamicUser= implies PrivateTmp=, so both must go
-    rendered = render_unit(source, executable, needs_home(paths), bool(hidden) or in_tmp, in_tmp)
+    rendered = render_unit(source, executable, needs_home(paths), bool(hidden) or in_tmp, in_tmp, encrypted)
     done = [(_write(unit, rendered, 0o644), unit), (_write(target, target_source, 0o644), target)]
     if in_tmp:
         done.append(("warning: PrivateTmp is off and the unit runs as root, since mysqlq is installed under a"
@@ -234,12 +272,16 @@ def install(root: Path, name: str, executable: Path, template: Path) -> list[tup
     if env.exists():
         done.append(("kept", env))
     else:
-        done.append((_write(env, EXAMPLE_ENV.format(name=name), 0o600), env))
+        dsn = credential_path(DSN_CREDENTIAL, encrypted)
+        example = EXAMPLE_ENV.format(name=name, credential=dsn, read_dsn=migrate_command(dsn, encrypted),
+                                     password_credential=credential_path(PASSWORD_CREDENTIAL, encrypted))
+        done.append((_write(env, example, 0o600), env))
     schedule = config_dir / "schedule.toml"  # no secrets: readable by the worker's dynamic user
     if schedule.exists():
         done.append(("kept", schedule))
     else:
         done.append((_write(schedule, EXAMPLE_SCHEDULE.format(name=name), 0o644), schedule))
+    done.append(_credstore(root, encrypted))
     return done
 
 
@@ -269,20 +311,33 @@ def daemon_reload() -> None:
               help="Run `systemctl daemon-reload` afterwards.")
 @click.option("--web", is_flag=True, envvar="MYSQLQ_INSTALL_WEB", show_envvar=True,
               help=f"Also install {WEB_UNIT} (`mysqlq web`: metrics and dashboard) and an example /etc/mysqlq/web.env.")
-def install_systemd(name: str, root: Path, executable: Path | None, template: Path, reload: bool, web: bool) -> None:
+@click.option("--credentials", type=click.Choice(["plain", "encrypted"]), envvar="MYSQLQ_INSTALL_CREDENTIALS",
+              show_envvar=True, default="plain",
+              help="How the units read the DSN and the dashboard's token: files in /etc/credstore/ "
+              "(LoadCredential=), or files encrypted by `systemd-creds encrypt` in /etc/credstore.encrypted/ "
+              "(LoadCredentialEncrypted=).")
+def install_systemd(name: str, root: Path, executable: Path | None, template: Path, reload: bool, web: bool,
+                    credentials: str) -> None:
     """Install the worker template unit NAME@.service (and NAME.target, which starts and stops the
     enabled instances together); instance NAME@X runs `mysqlq worker --name X`."""
     executable = executable.absolute() if executable else default_executable()
-    done = install(root, name, executable, template)
+    encrypted = credentials == "encrypted"
+    done = install(root, name, executable, template, encrypted)
     if web:
-        done += install_web(root, executable, template.parent / WEB_UNIT)
+        done += install_web(root, executable, template.parent / WEB_UNIT, encrypted)
     for what, path in done:
         click.echo(f"{what} {path}")
     if reload and root.resolve() == Path("/"):
         daemon_reload()
         click.echo("systemctl daemon-reload: done")
-    click.echo(f"next: set MYSQLQ_DSN in /etc/mysqlq/mysqlq.env, run `mysqlq --env-file /etc/mysqlq/mysqlq.env "
-               f"migrate`, then `systemctl start {name}@1 {name}@2`"
-               f" (at boot: `systemctl enable {name}.target {name}@1 {name}@2`)")
+    dsn = credential_path(DSN_CREDENTIAL, encrypted)
+    store = (f"`systemd-creds encrypt --name={DSN_CREDENTIAL} - {dsn}` (type the DSN, then Ctrl-D)" if encrypted
+             else f"`sudoedit {dsn}` (the DSN, on one line)")
+    click.echo(f"next: write the DSN into {dsn} with {store}, the other settings into /etc/mysqlq/mysqlq.env, "
+               f"run `{migrate_command(dsn, encrypted)}migrate`, then `systemctl start {name}@1 {name}@2` "
+               f"(at boot: `systemctl enable {name}.target {name}@1 {name}@2`)")
     if web:
-        click.echo(f"next: set MYSQLQ_WEB_TOKEN in /etc/mysqlq/web.env, then `systemctl enable --now {WEB_UNIT}`")
+        token = credential_path(TOKEN_CREDENTIAL, encrypted)
+        how = (f"`openssl rand -hex 24 | systemd-creds encrypt --name={TOKEN_CREDENTIAL} - {token}`" if encrypted
+               else f"`(umask 077; openssl rand -hex 24 > {token})`")
+        click.echo(f"next: make the dashboard's token with {how}, then `systemctl enable --now {WEB_UNIT}`")

@@ -44,6 +44,9 @@ STAGE2 = f"""\
 set -eu
 base=$1
 mount -t tmpfs tmpfs /run
+# Shared, as systemd makes every mount on a host it boots (not in a container, which this looks
+# like): a unit's credentials are mounted in a namespace of their own, then moved into /run.
+mount --make-shared /run
 mkdir -p /run/log /run/systemd/system {UNITS}
 mount --bind "$base/log" /run/log
 mount --bind "$base/units" {UNITS}
