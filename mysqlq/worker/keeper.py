@@ -23,13 +23,14 @@ from mysqlq.core.logs import Log
 from mysqlq.store.db import Connection, Database
 from mysqlq.worker.batches import Batch, Batches
 from mysqlq.worker.claimer import Claim
-from mysqlq.worker.claimsize import HORIZON, Durations, RunTally, surplus
+from mysqlq.worker.claimsize import RunTally
+from mysqlq.worker.giveback import GiveBack
 from mysqlq.worker.leases import Leases
 from mysqlq.worker.outcomes import Outcome, cancelled_before_start
+from mysqlq.worker.pace import Pace
 from mysqlq.worker.runner import HandlerSpec, Prepared, Runner, describe, timed_out
 from mysqlq.worker.slots import Running, Slots
 
-INLINE_BELOW = 0.001  # seconds: a plain handler this quick runs on the main thread (a hand-off costs more)
 INLINE_TURN = 0.1  # seconds of jobs run on the main thread before the worker's loop gets a turn
 UNSET = HandlerSpec(lambda payload, ctx: None, None, False, False)  # dispatch's placeholder before a handler is known
 
@@ -61,13 +62,12 @@ class Keeper:
         self.stop = stop
         self.log = log
         self.cancels = runner.cancels
-        self.wake = wake  # tells other workers that queues gained ready jobs
         # The connection of a transactional handler run on this thread: not the worker's own, which
         # takes several statements in one query (a handler's SQL never gets one that does).
         self.handler_db = Database(settings.dsn, isolation=settings.isolation)
         self.inline_all = settings.concurrency == 1
-        self.by_queue = Durations()  # sizes claims
-        self.by_handler = Durations()  # picks the main thread for very quick handlers
+        self.pace = Pace(slots)  # durations: they size claims, and pick the main thread for quick handlers
+        self.give_back = GiveBack(settings, batches, slots, self.pace, wake)
         self.stuck: Running | None = None
         self._yielded = False  # the last dispatch stopped with jobs it could have started
 
@@ -81,36 +81,12 @@ class Keeper:
         """Take a claim in hand; ``unsized``: sized before its queue's durations were known."""
         self.batches.add(claim, unsized)
 
-    def estimate(self, queue: str, now: float) -> float | None:
-        """How long a job of ``queue`` takes: the recent average or, before one has finished, a lower
-        bound once one has run longer than the claim horizon (None: not known yet)."""
-        average = self.by_queue.get(queue)
-        if average is not None:
-            return average
-        at = self._horizon(queue)
-        return None if at is None or now < at else now - (at - HORIZON)
-
-    def _horizon(self, queue: str) -> float | None:
-        """When the longest-running job of ``queue`` in a slot passes the claim horizon (None: none runs)."""
-        starts = [r.prepared.started for r in self.slots.running.values() if r.job.queue == queue]
-        return min(starts) + HORIZON if starts else None
-
     def deadline(self) -> float | None:
         """When the worker must look again even if nothing happens: now when jobs wait to be started,
         else a flush or a job's limit."""
         if self._yielded:
             return time.monotonic()
-        flush = self.batches.flush_due()
-        times = [] if flush is None else [flush]
-        if self.slots.running:
-            # A claim sized blind is sized again once a job of its queue has run past the horizon
-            # without finishing: then, or at once when the loop comes to wait later than that (a busy
-            # moment), unless it has been looked at since.
-            for batch in self.batches.values():
-                if batch.unsized and batch.jobs:
-                    at = self._horizon(batch.jobs[0].queue)
-                    if at is not None and at > batch.looked:
-                        times.append(at)
+        times = [at for at in (self.batches.flush_due(), self.give_back.next_look()) if at is not None]
         job = self.slots.next_deadline(time.monotonic())
         if job is not None:
             times.append(job)
@@ -142,7 +118,7 @@ class Keeper:
                 batch.log.warning("job.returned_late", job_id=running.job.id, handler=running.job.handler,
                                   duration=outcome.duration)
                 continue
-            self._observe(running.job, outcome)
+            self.pace.observe(running.job, outcome.duration)
             if outcome.kind == "release" and running.job.id not in self.cancels.requested:
                 self.slots.drop_connection(running.slot)
                 self._interrupted(batch, running.job, outcome)
@@ -150,28 +126,8 @@ class Keeper:
             self.batches.record(batch, running.job, outcome)
 
     def shrink(self, now: float) -> None:
-        """Give back what a claim sized blind holds beyond what the slots start soon, once a job of its
-        queue says how long they take: slow jobs are left to other workers (woken for them), not hoarded."""
-        batches = self.batches
-        for batch in batches.values():
-            if not batch.unsized:
-                continue
-            if not batch.jobs:
-                batch.unsized = False
-                continue
-            queue = batch.jobs[0].queue
-            batch.looked = now
-            estimate = self.estimate(queue, now)
-            if estimate is None:
-                continue
-            batch.unsized = self.by_queue.get(queue) is None  # a lower bound only: size it again once one finishes
-            excess = min(len(batch.jobs), surplus(self.settings.concurrency, len(self.slots.free),
-                                                  batches.unstarted, estimate, self.settings.batch_size))
-            if excess:
-                jobs = [batch.jobs.pop() for _ in range(excess)][::-1]
-                note = f"jobs of {queue} take about {estimate:.3g} s: left for other workers"
-                batches.release(batch, jobs, note=note)
-                self.wake({job.queue for job in jobs})
+        """Give back what claims sized blind hold beyond what the slots start soon (mysqlq.worker.giveback)."""
+        self.give_back.look(now)
 
     def time_out_overdue(self, now: float) -> None:
         """A thread past its limit: its job is recorded failed now. One far past it: the worker is stuck."""
@@ -238,7 +194,7 @@ class Keeper:
                 if not slots.free:
                     return
             finally:
-                tally.observe(self.by_queue, self.by_handler)
+                self.pace.tallied(tally)
 
     def _start(self, batch: Batch, job: ClaimedJob) -> bool:
         """Start a job that is not a known quick plain one: its outcome at once when it cannot start,
@@ -259,7 +215,7 @@ class Keeper:
         async one; every other one with one slot; else a plain one known to be quicker than a hand-off."""
         if is_async:
             return False
-        return self.inline_all or (not transactional and self.by_handler.get_or(handler, 1.0) < INLINE_BELOW)
+        return self.inline_all or (not transactional and self.pace.quick(handler))
 
     def close(self) -> None:
         self.runner.alarm.off()
@@ -281,7 +237,7 @@ class Keeper:
         else:
             outcome = self.runner.call(prepared, batch.batch_id, conn, alarm=True)
         if not self.inline_all:  # durations size claims and pick the main thread only with several slots
-            self._observe(job, outcome)
+            self.pace.observe(job, outcome.duration)
         if outcome.kind == "release" and job.id not in self.cancels.requested:
             self.handler_db.close()  # the next transactional job reconnects
             self._interrupted(batch, job, outcome)
@@ -295,7 +251,3 @@ class Keeper:
         batch.log.warning("batch.interrupted", job_id=job.id, error=(outcome.error or "").split("\n", 1)[0])
         self.batches.release(batch, [job, *batch.jobs])
         batch.jobs.clear()
-
-    def _observe(self, job: ClaimedJob, outcome: Outcome) -> None:
-        self.by_queue.observe(job.queue, outcome.duration)
-        self.by_handler.observe(job.handler, outcome.duration)

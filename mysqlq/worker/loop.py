@@ -252,7 +252,7 @@ class Worker:
         (no slot free for one)."""
         settings, lookout, batches = self.settings, self.lookout, self.batches
         first = lookout.first_queue()
-        average = keeper.estimate(first, time.monotonic()) if first is not None else None
+        average = keeper.pace.estimate(first, time.monotonic()) if first is not None else None
         limit = claim_limit(settings.concurrency, len(self.slots.free), batches.unstarted, average,
                             settings.batch_size)
         if not limit:
