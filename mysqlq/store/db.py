@@ -16,7 +16,7 @@ import MySQLdb.cursors
 
 from mysqlq.core import logs
 from mysqlq.core.config import Dsn
-from mysqlq.core.errors import DatabaseUnavailable
+from mysqlq.core.errors import ConfigError, DatabaseUnavailable
 from mysqlq.store.sql import query
 
 T = TypeVar("T")
@@ -58,6 +58,10 @@ ENCRYPTED_MODES = ("REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 # emulates the ssl_mode argument, and its VERIFY_CA checks the host name too. On MySQL's own client
 # library (8.x and later) the argument goes through as the MySQL clients understand it.
 CONNECTOR_C = str(MySQLdb.get_client_info()).startswith("3.")
+# mysqlclient before 2.2 refuses the ssl_mode argument on Connector/C (its issue #439): there TLS can
+# be asked for only by giving TLS files, and a mode that must encrypt cannot be carried out.
+OLD_MYSQLCLIENT = CONNECTOR_C and tuple(MySQLdb.version_info[:2]) < (2, 2)
+_warned_old = False
 
 
 def tls_arguments(dsn: Dsn) -> dict[str, Any]:
@@ -74,8 +78,11 @@ def tls_arguments(dsn: Dsn) -> dict[str, Any]:
     """
     files = {key: path for key, path in (("ca", dsn.ssl_ca), ("cert", dsn.ssl_cert), ("key", dsn.ssl_key)) if path}
     mode = dsn.ssl_mode
-    if mode == "PREFERRED" and dsn.unix_socket and not files:
+    local = dsn.unix_socket or (dsn.host == "localhost" and not dsn.failover)  # the clients' localhost: a socket
+    if mode == "PREFERRED" and local and not files:
         mode = "DISABLED"
+    if OLD_MYSQLCLIENT:
+        return _old_mysqlclient_arguments(mode, files)
     library_mode = mode
     if CONNECTOR_C and mode in ("PREFERRED", "VERIFY_CA"):
         library_mode = "REQUIRED"
@@ -204,6 +211,20 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_datab
     if dsn.ssl_mode in ENCRYPTED_MODES:
         _check_encrypted(conn, dsn, where)
     return conn
+
+
+def _old_mysqlclient_arguments(mode: str, files: dict[str, str]) -> dict[str, Any]:
+    """What mysqlclient 2.1 on Connector/C can do: the TLS files only (TLS when the server offers it)."""
+    global _warned_old
+    if mode in ENCRYPTED_MODES:
+        raise ConfigError(f"ssl_mode={mode} needs mysqlclient 2.2 or later when it is built on MariaDB "
+                          f"Connector/C (installed: {'.'.join(map(str, MySQLdb.version_info[:3]))}): "
+                          "pip install -U mysqlclient")
+    if mode == "PREFERRED" and not files and not _warned_old:
+        _warned_old = True
+        log.warning("db.tls_unavailable", reason="mysqlclient before 2.2 on MariaDB Connector/C cannot ask for "
+                    "TLS: connections are not encrypted; pip install -U mysqlclient")
+    return {"ssl": files} if files else {}
 
 
 def _tls_reason(message: str, dsn: Dsn, host: str) -> str:

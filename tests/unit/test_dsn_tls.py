@@ -96,6 +96,19 @@ def test_each_mode_asks_the_driver_for_what_it_means(pem: dict[str, str]) -> Non
     assert arguments("ssl_mode=VERIFY_IDENTITY&ssl_ca={ca}") == {"ssl_mode": "VERIFY_IDENTITY", "ssl": files}
     # A unix socket never leaves the host: PREFERRED sends no TLS there.
     assert arguments("unix_socket=/run/mysqld/mysqld.sock", where="localhost") == {"ssl_mode": "DISABLED"}
+    assert arguments("ssl_mode=PREFERRED", where="localhost") == {"ssl_mode": "DISABLED"}  # the clients' socket
+
+
+def test_a_mysqlclient_that_cannot_ask_for_tls_says_so(pem: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """mysqlclient 2.1 on Connector/C refuses the ssl_mode argument: a mode that must encrypt is refused
+    in one line, and the default goes on without TLS (logged once) rather than failing every connection."""
+    monkeypatch.setattr(db, "OLD_MYSQLCLIENT", True)
+    with pytest.raises(ConfigError, match=r"ssl_mode=REQUIRED needs mysqlclient 2\.2 or later"):
+        db.tls_arguments(Dsn.parse("mysql://app@db/jobs?ssl_mode=REQUIRED"))
+    assert db.tls_arguments(Dsn.parse("mysql://app@db/jobs")) == {}
+    files = f"ssl_cert={pem['cert']}&ssl_key={pem['key']}"
+    assert db.tls_arguments(Dsn.parse(f"mysql://app@db/jobs?{files}")) == {"ssl": {"cert": pem["cert"],
+                                                                                    "key": pem["key"]}}
 
 
 def write(path: pathlib.Path, text: str) -> str:
