@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from mysqlq.cli.produce import _stats_text
+from mysqlq.cli.stats import _stats_text
 from mysqlq.core.config import Dsn
 from mysqlq.store import claims, expand, ops, stats, web, workers
 from mysqlq.store.db import Connection, Cursor, connect

@@ -104,9 +104,9 @@ class Command(click.Command):
 # is looked up, so `mysqlq worker` loads none of the others (and their stores). A test holds this
 # table to what the modules register.
 COMMAND_MODULES = {
-    "cancel": "ops", "check": "produce", "enqueue": "produce", "handlers": "run",
-    "install-systemd": "deploy", "jobs": "ops", "migrate": "produce", "pause": "ops", "purge": "ops",
-    "resume": "ops", "retry": "ops", "schedule": "schedule", "stats": "produce", "web": "web",
+    "cancel": "ops", "check": "setup", "enqueue": "produce", "handlers": "run",
+    "install-systemd": "deploy", "jobs": "ops", "migrate": "setup", "pause": "ops", "purge": "ops",
+    "resume": "ops", "retry": "ops", "schedule": "schedule", "stats": "stats", "web": "web",
     "worker": "run", "workers": "run",
 }
 

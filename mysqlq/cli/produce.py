@@ -1,89 +1,18 @@
-"""Commands for the producer side and the schema: migrate, check, enqueue, stats."""
+"""The producer's command: enqueue (one job, or many from a file of JSON lines)."""
 
 from __future__ import annotations
 
-import datetime
-import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import click
 
 from mysqlq.cli import main, settings
-from mysqlq.core import handlers as handler_registry
 from mysqlq.core.config import Settings
-from mysqlq.core.durations import format_duration, parse_duration
-from mysqlq.core.errors import ConfigError, InvalidJob, MysqlqError
-from mysqlq.core.jobs import DEDUPE_SCOPES, PARENT_FAILURE, STATUSES, Job, loads_strict
-from mysqlq.leader.schedule_file import load as load_schedule
+from mysqlq.core.errors import InvalidJob
+from mysqlq.core.jobs import DEDUPE_SCOPES, PARENT_FAILURE, Job, loads_strict
 from mysqlq.producer.enqueue import Producer
-from mysqlq.store import schema
-from mysqlq.store.db import CLI_RETRY, Database, connect
-from mysqlq.store.leadership import galera
-from mysqlq.store.schema import applied_version, check_schema, latest_version
-from mysqlq.store.stats import queue_stats
-
-
-@main.command(name="migrate")
-@click.option("--create-database", is_flag=True, envvar="MYSQLQ_CREATE_DATABASE", show_envvar=True,
-              help="Create the DSN's database first if it does not exist (needs the CREATE privilege).")
-@click.pass_context
-def migrate_command(ctx: click.Context, create_database: bool) -> None:
-    """Create or upgrade the schema (safe to run again, and from many hosts at once)."""
-    cfg = settings(ctx)
-    if create_database:
-        server = connect(cfg.dsn, use_database=False)
-        try:
-            with server.cursor() as cur:
-                if schema.create_database(cur, cfg.dsn.database):
-                    click.echo(f"created database {cfg.dsn.database!r}")
-        finally:
-            server.close()
-    db = Database(cfg.dsn, retry=CLI_RETRY)
-    applied = db.run(lambda cur: schema.migrate(cur, cfg.dsn.database, renew_on=lambda: connect(cfg.dsn)))
-    if applied:
-        click.echo(f"schema migrated to version {applied[-1]} (applied {', '.join(map(str, applied))})")
-    else:
-        click.echo(f"schema is up to date (version {latest_version()})")
-
-
-@main.command()
-@click.option("--schedule", metavar="FILE", envvar="MYSQLQ_SCHEDULE", show_envvar=True, default=None,
-              help="Also check this schedule file: every entry valid, every handler it names installed.")
-@click.pass_context
-def check(ctx: click.Context, schedule: str | None) -> None:
-    """Check the configuration: connect, compare schema versions, resolve every installed handler."""
-    cfg = settings(ctx)
-    entries = load_schedule(schedule, cfg) if schedule else []
-    db = Database(cfg.dsn, retry=CLI_RETRY)
-    version = db.run(applied_version)
-    db.run(check_schema)
-    click.echo(f"database: ok ({cfg.dsn.redacted()}, schema version {version})")
-    if db.run(galera):
-        click.echo("cluster: MariaDB Galera (wsrep_on): leadership and migrations by lease rows, the process-list "
-                   "check per node, no wake-up lock; certification failures retried like deadlocks")
-    else:
-        click.echo("cluster: none (a single server)")
-    if schedule:
-        names = {info.name for info in handler_registry.installed()}
-        missing = [entry for entry in entries if entry.handler not in names]
-        if missing:
-            raise MysqlqError(f"schedule {schedule}: entry {missing[0].name!r} names handler {missing[0].handler!r},"
-                              " which no installed entry point provides")
-        click.echo(f"schedule: ok ({len(entries)} entries in {schedule})")
-    registry = handler_registry.Registry()
-    problems = []
-    for info in handler_registry.installed():
-        try:
-            registry.resolve(info.name)
-        except MysqlqError as exc:
-            problems.append(str(exc))
-    count = len(handler_registry.installed())
-    if problems:
-        raise MysqlqError(f"{len(problems)} of {count} handlers cannot be loaded: {problems[0]}")
-    click.echo(f"handlers: ok ({count} installed)")
 
 
 def _payload(text: str | None) -> Any:
@@ -184,50 +113,3 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
                                   time_limit=time_limit, concurrency_key=concurrency_key, after=after,
                                   on_parent_failure=on_parent_failure)
     click.echo(job_id)
-
-
-@main.command()
-@click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_STATS_JSON", show_envvar=True,
-              help="Print JSON instead of a table (one line per refresh with --watch).")
-@click.option("--watch", metavar="[SECONDS]", is_flag=False, flag_value="2", default=None, envvar="MYSQLQ_STATS_WATCH",
-              show_envvar=True,
-              help="Refresh every SECONDS (a duration such as 5 or 1m; 2 if not given) until Ctrl-C.")
-@click.pass_context
-def stats(ctx: click.Context, as_json: bool, watch: str | None) -> None:
-    """Per queue: jobs by status, the age of the oldest ready job, jobs done per minute over the
-    last 5 minutes, and whether the queue is paused."""
-    cfg = settings(ctx)
-    every = None if watch is None else parse_duration(watch, "--watch interval")
-    if every is not None and every <= 0:
-        raise ConfigError("--watch interval must be more than 0 seconds")
-    db = Database(cfg.dsn, retry=CLI_RETRY)
-    db.run(check_schema)
-    if every is None:
-        click.echo(_stats_text(db.run(queue_stats), as_json))
-        return
-    try:
-        while True:
-            text = _stats_text(db.run(queue_stats), as_json, compact=True)
-            if not as_json:
-                click.clear()
-                stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-                text = f"mysqlq stats, every {format_duration(every)} (Ctrl-C to stop)  {stamp}\n\n{text}"
-            click.echo(text)
-            time.sleep(every)
-    except KeyboardInterrupt:
-        return
-
-
-def _stats_text(rows: list[dict[str, Any]], as_json: bool, compact: bool = False) -> str:
-    if as_json:
-        return json.dumps(rows) if compact else json.dumps(rows, indent=2)
-    header = ["queue", *STATUSES, "oldest_ready_s", "done/min", "state"]
-    table = [[row["queue"], *(f"{row['counts'][s]}{'+' if s in row['capped'] else ''}" for s in STATUSES),
-              "-" if row["oldest_ready_age"] is None else f"{row['oldest_ready_age']:.1f}",
-              f"{row['throughput']['done_per_min']:g}", "paused" if row["paused"] else "active"] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
-    if not table:
-        lines.append("(no jobs)")
-    return "\n".join(lines)
