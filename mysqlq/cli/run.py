@@ -91,7 +91,8 @@ def _instance_name() -> str:
               help="A TOML file of recurring jobs, enqueued by the worker leading the reaper (give every worker "
               "the same file; see `mysqlq schedule list`).")
 @click.option("--burst", is_flag=True, envvar="MYSQLQ_BURST", show_envvar=True,
-              help="Drain what is ready, then exit 0.")
+              help="Drain what is ready, then exit 0 (a worker started beside others waits a moment for jobs "
+              "their first claims give back before it calls the queues drained).")
 @click.option("--metrics-port", "metrics_listen", metavar="[HOST:]PORT", envvar="MYSQLQ_METRICS_PORT",
               show_envvar=True, default=None, callback=_metrics_listen,
               help="Serve this worker's Prometheus metrics at http://HOST:PORT/metrics [default: off; HOST: "
