@@ -5,10 +5,14 @@ were not yet written, and the herd's fruitless ones): every worker's last line s
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 import time
 
 import pytest
+
+from mysqlq.hint.limit import BURST, RATE
 
 from .conftest import QueueDB
 
@@ -46,3 +50,31 @@ def test_a_steady_stream_never_postpones_a_hinted_wake_up(qdb: QueueDB, workers:
     assert qdb.scalar("SELECT COUNT(*) FROM probe_rows") == JOBS  # every job ran, once
     assert qdb.scalar("SELECT COUNT(DISTINCT job_id) FROM probe_rows") == JOBS
     assert len(qdb.records()) == JOBS
+
+
+def com_update(qdb: QueueDB) -> int:
+    return int(qdb.query("SHOW GLOBAL STATUS LIKE 'Com_update'")[0][1])
+
+
+def test_a_flood_of_hints_on_an_idle_queue_costs_at_most_the_budget(qdb: QueueDB) -> None:
+    """Unsigned local hints (anyone who may write in the hint directory can send them) at about
+    2,000 a second for 3 s, to an idle worker: each wake-up finds nothing, so the budget (a burst of
+    20, then 10 a second) bounds the claims it sends; the rest are postponed, not lost."""
+    qdb.worker("--poll-interval", "60", "--name", "flooded")
+    qdb.wait_for(lambda: list((qdb.tmp / "hints").iterdir()), what="the worker's hint socket")
+    qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers") == 1, what="the worker registered")
+    time.sleep(0.5)
+    (path,) = list((qdb.tmp / "hints").iterdir())
+    seconds = 3.0
+    before = com_update(qdb)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.setblocking(False)
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends:
+            with contextlib.suppress(BlockingIOError):
+                sock.sendto(b"default\n0", str(path))
+            time.sleep(0.0005)
+    claims = com_update(qdb) - before
+    qdb.stop_workers()
+    assert claims <= BURST + RATE * seconds + 5, claims  # + 5: the leader's own renewals meanwhile
+    assert postponed(qdb.logs()) > 0  # the budget bit: what it did not run now, it postponed
