@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import secrets
 import subprocess
 import time
@@ -45,6 +46,20 @@ with mysqlq.Producer(mysqlq.Settings(dsn=mysqlq.Dsn.parse(sys.argv[1]))) as prod
     for i in range(int(sys.argv[2])):
         producer.enqueue("test.record", {"tag": f"warm{i}"})
         time.sleep(0.3)
+"""
+
+# A steady stream: argv[2] jobs, one every 20 ms, each taking a few ms in its handler.
+STREAM = """\
+import sys, time
+import mysqlq
+with mysqlq.Producer(mysqlq.Settings(dsn=mysqlq.Dsn.parse(sys.argv[1]))) as producer:
+    producer.enqueue("test.record", {"tag": "first"})  # connected, and the registry read, before the stream
+    time.sleep(0.5)
+    tick = time.monotonic()
+    for i in range(int(sys.argv[2])):
+        producer.enqueue("test.record", {"tag": f"s{i}", "sleep": 0.003})
+        tick += 0.02
+        time.sleep(max(0.0, tick - time.monotonic()))
 """
 
 # Enqueue one long job of the handler in argv[2]; print its id as a JSON list.
@@ -232,3 +247,20 @@ def test_a_job_running_on_the_workers_host_is_cancelled_from_another(site: Site,
              timeout=10)
     wait_for(lambda: "job.cancelled" in site.log("w1"), "the worker to log it")
     assert site.query("SELECT status, attempts FROM mysqlq_jobs WHERE id = %s", (job_id,)) == [("cancelled", 1)]
+
+
+def test_a_steady_stream_from_another_host_wakes_four_workers_without_postponing(site: Site) -> None:
+    """Four workers with default slots, every one hinted for each commit from the producer's host: no
+    hinted wake-up waits for the wake budget, and every job starts before its worker's next poll."""
+    names = ("s1", "s2", "s3", "s4")
+    registry = start_workers(site, *names)
+    jobs = 150
+    site.run("producer", PYTHON, "-c", STREAM, site.app_dsn, str(jobs))
+    wait_for(lambda: len(site.records()) == jobs + 1, "every job of the stream to run", timeout=60)
+    stop_processes(site.procs, timeout=20)
+    started_before_a_second_poll(site, registry)
+    postponed = [int(n) for name in names for n in re.findall(r"worker\.stopped\b.*?\bhints_postponed=(\d+)",
+                                                               site.log(name))]
+    assert len(postponed) == len(names) and sum(postponed) == 0, postponed
+    assert len({record[0] for record in site.records()}) == jobs + 1  # each job once
+
