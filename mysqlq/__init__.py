@@ -13,6 +13,7 @@ from mysqlq.core.errors import (
     NotFound,
     ResultNotStored,
     SchemaError,
+    Snooze,
 )
 from mysqlq.core.handlers import handler
 from mysqlq.core.jobs import Job, JobState, Parent
@@ -40,6 +41,7 @@ __all__ = [
     "ResultNotStored",
     "SchemaError",
     "Settings",
+    "Snooze",
     "Transaction",
     "enqueue_on",
     "handler",

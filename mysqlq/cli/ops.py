@@ -188,6 +188,7 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
         ("handler", row["handler"]),
         ("status", row["status"]),
         ("attempts", f"{row['attempts']} of {row['max_attempts']}"),
+        ("snoozed", f"{row['snoozes']} times" if row["snoozes"] else "-"),
         ("priority", str(row["priority"])),
         ("time limit", time_limit),
         ("dedupe key", _dedupe(row)),

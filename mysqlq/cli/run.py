@@ -66,6 +66,8 @@ def _instance_name() -> str:
               "(turn off behind poolers or proxies that reuse connection ids).")
 @click.option("--retry-base", envvar="MYSQLQ_RETRY_BASE", show_envvar=True, type=click.FloatRange(min=0),
               default=2.0, help="First retry delay in seconds; doubles per attempt, with jitter.")
+@click.option("--max-snoozes", envvar="MYSQLQ_MAX_SNOOZES", show_envvar=True, type=click.IntRange(1, 65535),
+              default=100, help="A job whose handler snoozed it this often (mysqlq.Snooze) ends dead the next time.")
 @click.option("--claim", "claim_strategy", envvar="MYSQLQ_CLAIM", show_envvar=True,
               type=click.Choice(["update", "skip-locked"]), default="update",
               help="Claim statement: UPDATE…LIMIT then SELECT by batch_id, or SELECT…SKIP LOCKED then UPDATE.")

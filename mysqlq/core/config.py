@@ -274,6 +274,7 @@ class Settings:
     max_attempts: int = 5
     retry_base: float = 2.0
     retry_cap: float = 3600.0
+    max_snoozes: int = 100  # a job snoozed more often than this ends dead (mysqlq.Snooze)
     max_payload_bytes: int = 1024 * 1024
     result_max_bytes: int = 64 * 1024  # the largest handler return value stored, as JSON
     hint_dir: str | None = None
@@ -305,6 +306,7 @@ class Settings:
             "lease": self.lease,
             "time_limit": self.time_limit,
             "max_attempts": self.max_attempts,
+            "max_snoozes": self.max_snoozes,
             "max_payload_bytes": self.max_payload_bytes,
             "result_max_bytes": self.result_max_bytes,
         }

@@ -58,6 +58,22 @@ class JobTimeout(BaseException):
     """
 
 
+MAX_SNOOZE = 366 * 86400.0  # seconds a job may be snoozed for at once (a year)
+
+
+class Snooze(Exception):
+    """Raised by a handler (``raise mysqlq.Snooze(30)``, or ``ctx.snooze(30)``) to end this run without
+    failing: the job runs again ``seconds`` from now, its attempt not spent, e.g. after HTTP 429 with
+    ``Retry-After: 30``. A transactional handler's writes roll back. A job snoozed more often than the
+    worker's ``--max-snoozes`` ends dead. (Not a MysqlqError: it belongs to the handler's flow.)"""
+
+    def __init__(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= MAX_SNOOZE:
+            raise ValueError(f"Snooze takes a number of seconds from 0 to {MAX_SNOOZE:g}, got {seconds!r}")
+        super().__init__(f"snoozed for {seconds:g} s")
+        self.seconds = float(seconds)
+
+
 class JobCancelled(Exception):
     """Raised by ``ctx.stop_if_cancelled()`` in a handler whose job was cancelled while it ran; the
     job stays cancelled and is not retried. (Not a MysqlqError: it belongs to the handler's flow.)"""

@@ -292,6 +292,7 @@ class ClaimedJob(NamedTuple):
     max_attempts: int
     time_limit: float | None
     concurrency_key: str | None = None  # see mysqlq.worker.limits
+    snoozes: int = 0  # how often its handler snoozed it so far (mysqlq.Snooze)
 
 
 _as_claimed = partial(tuple.__new__, ClaimedJob)

@@ -180,6 +180,11 @@ def retry(cur: Cursor, batch_id: int, job_id: int, delay: float, error: str) -> 
     return execute(cur, "retry_job", params)
 
 
+def snooze(cur: Cursor, batch_id: int, job_id: int, delay: float) -> int:
+    """A job whose handler snoozed it waits ``delay`` seconds as a scheduled job, its attempt refunded."""
+    return execute(cur, "snooze_job", {"id": job_id, "batch_id": batch_id, "delay_us": round(delay * 1e6)})
+
+
 def bury(cur: Cursor, batch_id: int, job_id: int, error: str) -> int:
     return execute(cur, "bury_job", {"id": job_id, "batch_id": batch_id, "error": error})
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from mysqlq.core import logs
-from mysqlq.core.errors import JobCancelled
+from mysqlq.core.errors import JobCancelled, Snooze
 from mysqlq.core.jobs import ClaimedJob, Parent
 from mysqlq.store.db import Connection
 
@@ -102,6 +102,11 @@ class JobContext:
         if len(parents) != 1:
             raise ValueError(f"job {self.job_id} has {len(parents)} parents, not one: read ctx.parents")
         return parents[0].result
+
+    def snooze(self, seconds: float) -> NoReturn:
+        """End this run without failing: the job runs again ``seconds`` from now, its attempt not spent
+        (raises :class:`mysqlq.Snooze`)."""
+        raise Snooze(seconds)
 
     def stop_if_cancelled(self) -> None:
         """Raise JobCancelled if the job was cancelled: the job ends cancelled, not failed or retried."""

@@ -18,10 +18,11 @@ MAX_ERROR_CHARS = 60_000
 
 
 # What became of a job: ``done``; ``failed`` (retried while attempts are left); ``dead`` (never
-# retried); ``cancelled`` (its row is final already); and two of the worker's own: ``lost`` (a
+# retried); ``cancelled`` (its row is final already); ``snoozed`` (its handler asked to run again
+# later: no attempt spent, dead past the worker's --max-snoozes); and two of the worker's own: ``lost`` (a
 # transactional completion fenced out: another worker owns the job) and ``release`` (the database
 # failed under it: the job goes back unspent).
-Kind: TypeAlias = Literal["done", "failed", "dead", "cancelled", "lost", "release"]
+Kind: TypeAlias = Literal["done", "failed", "dead", "cancelled", "snoozed", "lost", "release"]
 
 
 @dataclass(slots=True)
@@ -34,6 +35,7 @@ class Outcome:
     recorded: bool = False  # a transactional handler's completion was already committed
     result: bytes | None = None  # what a done job's handler returned, as JSON (None: nothing)
     woken: set[str] | None = None  # a transactional completion's: queues of the dependents it made ready
+    delay: float = 0.0  # a snoozed job's: seconds until it runs again
 
 
 # A job done with nothing to store, the common case, is kept as the seconds it took alone: no
@@ -146,10 +148,19 @@ class OutcomeBuffer:
             if not db.run(partial(claims.complete_one, batch_id=self.batch_id, job_id=job_id, result=result)):
                 parents_done[job_id] = result
         for job, outcome in failed:
+            if outcome.kind == "snoozed":
+                if job.snoozes < self.settings.max_snoozes:
+                    self._note_retry(outcome.delay)
+                    if not db.run(partial(claims.snooze, batch_id=self.batch_id, job_id=job.id, delay=outcome.delay)):
+                        lost.add(job.id)
+                    continue
+                outcome.kind, outcome.error = "dead", (  # the log line and the metrics say what was written
+                    f"SnoozedTooOften: snoozed {job.snoozes} times, the most a job may be (--max-snoozes); "
+                    f"its last run asked for {outcome.delay:g} s more")
             error = (outcome.error or "")[-MAX_ERROR_CHARS:]
             if outcome.kind == "failed" and job.attempt < job.max_attempts:
                 delay = backoff(job.attempt, self.settings)
-                self.next_retry = delay if self.next_retry is None else min(self.next_retry, delay)
+                self._note_retry(delay)
                 if not db.run(partial(claims.retry, batch_id=self.batch_id, job_id=job.id, delay=delay, error=error)):
                     lost.add(job.id)
             elif not db.run(partial(claims.bury, batch_id=self.batch_id, job_id=job.id, error=error)):
@@ -167,6 +178,9 @@ class OutcomeBuffer:
             lost.update(job_id for job_id in (*parents_done, *parents_dead) if job_id not in ended.ids)
             self.woken |= ended.woken
         return Written(entries, lost, done_only)
+
+    def _note_retry(self, delay: float) -> None:
+        self.next_retry = delay if self.next_retry is None else min(self.next_retry, delay)
 
     def _not_done(self, db: Database, ids: list[int]) -> list[int]:
         # Rare path: a claim was taken over while we ran, or others wait for the job (left running

@@ -68,6 +68,8 @@ class Report:
             log.warning("job.claim_lost", **fields, note=outcome.error)
         elif outcome.kind == "cancelled":
             log.info("job.cancelled", **fields, note=outcome.error)
+        elif outcome.kind == "snoozed":
+            log.info("job.snoozed", **fields, seconds=outcome.delay, snoozes=job.snoozes + 1)
         else:
             self.failed += 1
             final = outcome.kind == "dead" or job.attempt >= job.max_attempts

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from mysqlq.core import logs
 from mysqlq.core.config import Settings
-from mysqlq.core.errors import DatabaseUnavailable, HandlerLoadError, HandlerNotFound, JobTimeout, ResultNotStored
+from mysqlq.core.errors import (
+    DatabaseUnavailable,
+    HandlerLoadError,
+    HandlerNotFound,
+    JobTimeout,
+    ResultNotStored,
+    Snooze,
+)
 from mysqlq.core.handlers import Registry, declared_time_limit, is_transactional
 from mysqlq.core.jobs import ClaimedJob, decode_payload, encode_result, load_decoder, loads_strict
 from mysqlq.store import claims
@@ -269,9 +276,12 @@ class Runner:
 
 
 def failed(exc: BaseException, started: float, transactional: bool = False) -> Outcome:
-    """What a handler's exception makes of its job: failed (retried while attempts are left), or,
-    when the database failed under a transactional handler, released without spending an attempt."""
+    """What a handler's exception makes of its job: snoozed when it raised Snooze; failed (retried
+    while attempts are left); or, when the database failed under a transactional handler, released
+    without spending an attempt."""
     duration = time.monotonic() - started
+    if isinstance(exc, Snooze):
+        return Outcome("snoozed", duration, str(exc), delay=exc.seconds)
     if transactional and (is_transient(exc) or isinstance(exc, DatabaseUnavailable)):
         return Outcome("release", duration, describe(exc))
     return Outcome("failed", duration, describe(exc))

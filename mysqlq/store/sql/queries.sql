@@ -193,7 +193,7 @@ UPDATE mysqlq_jobs
 -- name: fetch_batch
 -- Read a claimed batch back by its claim token (the jobs of the batch still running).
 -- The columns in the order of mysqlq.core.jobs.ClaimedJob's fields.
-SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key
+SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key, snoozes
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) WHERE running_batch = %(batch_id)s
  ORDER BY priority, id;
 
@@ -260,6 +260,16 @@ UPDATE mysqlq_jobs
    SET status = 'scheduled', run_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
        scheduled_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
        running_batch = NULL, batch_id = NULL, lease_until = NULL, last_error = %(error)s
+ WHERE id = %(id)s AND running_batch = %(batch_id)s;
+
+-- name: snooze_job
+-- A job whose handler snoozed it (mysqlq.Snooze) waits as a scheduled job, not failed: the attempt
+-- its claim took is refunded, its error left as it was, and the snooze counted.
+UPDATE mysqlq_jobs
+   SET status = 'scheduled', run_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
+       scheduled_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
+       running_batch = NULL, batch_id = NULL, lease_until = NULL,
+       attempts = GREATEST(attempts, 1) - 1, snoozes = snoozes + 1
  WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
 -- name: bury_job

@@ -50,6 +50,7 @@ CREATE TABLE `mysqlq_jobs` (
   `result` mediumblob,
   `dependents` tinyint(1) DEFAULT NULL,
   `waiting_for` int unsigned DEFAULT NULL,
+  `snoozes` smallint unsigned NOT NULL DEFAULT '0',
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
   KEY `mysqlq_jobs_ready` (`ready_queue` DESC,`priority`,`id`),

@@ -50,6 +50,7 @@ CREATE TABLE `mysqlq_jobs` (
   `result` mediumblob DEFAULT NULL,
   `dependents` tinyint(1) DEFAULT NULL,
   `waiting_for` int(10) unsigned DEFAULT NULL,
+  `snoozes` smallint(5) unsigned NOT NULL DEFAULT 0,
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
   KEY `mysqlq_jobs_ready` (`ready_queue` DESC,`priority`,`id`),

@@ -282,3 +282,46 @@ def probe(payload: Any, ctx: mysqlq.JobContext) -> None:
     conn.commit()
     _append(f"{ctx.job_id} {os.getpid()} {(started - float(payload['t'])) * 1000:.3f}")
 
+
+def snooze(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Record the run, then snooze for payload["seconds"] until the run numbered payload["until"] (a
+    count of runs, kept in the record file), or forever without one; payload["wait"]: first wait that
+    long (a cancel may come meanwhile), payload["raise"]: raise Snooze instead of ctx.snooze()."""
+    _append(f"{ctx.job_id} {ctx.attempt} snooze-run")
+    if payload.get("wait"):
+        time.sleep(float(payload["wait"]))
+    runs = _runs(ctx.job_id, "snooze-run")
+    if "until" in payload and runs >= int(payload["until"]):
+        return
+    if payload.get("raise"):
+        raise mysqlq.Snooze(float(payload["seconds"]))
+    ctx.snooze(float(payload["seconds"]))
+
+
+async def asnooze(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """``snooze`` as a coroutine."""
+    _append(f"{ctx.job_id} {ctx.attempt} snooze-run")
+    await asyncio.sleep(0)
+    if _runs(ctx.job_id, "snooze-run") < int(payload["until"]):
+        ctx.snooze(float(payload["seconds"]))
+
+
+@mysqlq.handler(transactional=True)
+def tsnooze(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Write an effect row in the job's transaction, then snooze until the run numbered payload["until"]:
+    the snoozed runs' effects roll back."""
+    assert ctx.conn is not None
+    with ctx.conn.cursor() as cur:
+        cur.execute("INSERT INTO test_effects (job_id, attempt) VALUES (%s, %s)", (ctx.job_id, ctx.attempt))
+    _append(f"{ctx.job_id} {ctx.attempt} snooze-run")
+    if _runs(ctx.job_id, "snooze-run") < int(payload["until"]):
+        ctx.snooze(float(payload["seconds"]))
+
+
+def _runs(job_id: int, word: str) -> int:
+    path = os.environ.get("MYSQLQ_TEST_RECORD")
+    if not path or not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8") as lines:
+        return sum(1 for line in lines if line.split()[:1] == [str(job_id)] and word in line.split())
+
