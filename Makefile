@@ -9,11 +9,12 @@ STAMP  := $(VENV)/.installed
 # (private servers, test hosts, waiting), which the demo and the benchmark use too.
 LOCAL_PKGS := tests/handlers tests/harness scripts/handlers
 
-# Debian packages needed to build mysqlclient / systemd-python, to run mariadbd, the browser the
-# dashboard tests drive (Playwright talks to Debian's chromium; it never downloads a browser), and
-# Galera with its state-transfer tools for the cluster tests.
+# Debian packages needed to build mysqlclient, to run mariadbd, the browser the dashboard tests
+# drive (Playwright talks to Debian's chromium; it never downloads a browser), and Galera with its
+# state-transfer tools for the cluster tests. (systemd's notifications and journal need no library:
+# mysqlq speaks both protocols itself.)
 DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev \
-                libsystemd-dev mariadb-server mariadb-client chromium \
+                mariadb-server mariadb-client chromium \
                 galera-4 mariadb-backup socat
 
 # Use sudo for apt-get when not root (and sudo exists).

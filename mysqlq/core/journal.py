@@ -1,4 +1,5 @@
-"""Journal output: each event becomes one journal entry with upper-case fields."""
+"""Journal output: each event becomes one journal entry with upper-case fields, sent over journald's
+native protocol (mysqlq.core.journalsocket)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mysqlq.core import journalsocket
 from mysqlq.core.logvalues import FLOAT
-from systemd import journal
 
 PRIORITIES = {"critical": 2, "exception": 3, "error": 3, "warning": 4, "warn": 4, "info": 6, "debug": 7}
 IDENTIFIER = "mysqlq"
@@ -68,8 +69,8 @@ def entry(level: str, event_dict: dict[str, Any]) -> list[str]:
 
 
 def send(level: str, event_dict: dict[str, Any]) -> None:
-    """One event as one journal entry (one ``sd_journal_sendv``)."""
-    journal.sendv(*entry(level, event_dict))
+    """One event as one journal entry (one datagram to journald)."""
+    journalsocket.sendv(*entry(level, event_dict))
 
 
 def send_many(level: str, event: str, context: dict[str, Any], keys: Sequence[str],
@@ -81,7 +82,7 @@ def send_many(level: str, event: str, context: dict[str, Any], keys: Sequence[st
     trailing = [f"{key}={_shown(value)}" for key, value in context.items() if value is not None and key in TRAILING]
     constant = [f"PRIORITY={PRIORITIES.get(level, 6)}", f"SYSLOG_IDENTIFIER={IDENTIFIER}", f"MYSQLQ_EVENT={event}",
                 *(f"{field_name(key)}={_field(value)}" for key, value in context.items() if value is not None)]
-    sendv = journal.sendv
+    sendv = journalsocket.sendv
     for row in rows:
         shown = [f"{key}={_shown(value)}" for key, value in zip(keys, row, strict=True) if value is not None]
         message = " ".join([event, *leading, *shown, *trailing])

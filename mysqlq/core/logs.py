@@ -357,10 +357,11 @@ def fatal(line: str, fmt: str | None = None, **fields: str | None) -> None:
     journal_stream = stderr_is_journal()
     if fmt == "journal" or (fmt in (None, "auto") and journal_stream):
         try:
-            from systemd import journal
+            from mysqlq.core import journalsocket
 
-            extra = {key.upper(): value for key, value in fields.items() if value is not None}
-            journal.send(line, PRIORITY="3", SYSLOG_IDENTIFIER="mysqlq", MYSQLQ_EVENT="command.failed", **extra)
+            extra = [f"{key.upper()}={value}" for key, value in fields.items() if value is not None]
+            journalsocket.sendv(f"MESSAGE={line}", "PRIORITY=3", "SYSLOG_IDENTIFIER=mysqlq",
+                                "MYSQLQ_EVENT=command.failed", *extra)
             if journal_stream:
                 return
         except OSError:

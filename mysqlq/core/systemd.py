@@ -1,13 +1,32 @@
-"""sd_notify for Type=notify units: READY, STATUS, WATCHDOG, STOPPING; a no-op outside systemd."""
+"""sd_notify for Type=notify units: READY, STATUS, WATCHDOG, STOPPING; a no-op outside systemd.
+
+The protocol is one datagram of ``KEY=VALUE`` lines to the AF_UNIX socket systemd names in
+``$NOTIFY_SOCKET`` (a path, or an abstract name written with a leading ``@``); systemd learns the
+sender's pid from the socket itself, which is what ``NotifyAccess=main`` checks. Written here in a few
+lines, as libsystemd's ``sd_notify`` does it, so that no C extension is needed for it.
+"""
 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
 
-from systemd import daemon
+
+def notify(state: str, address: str | None = None) -> bool:
+    """Send ``state`` (``KEY=VALUE`` lines) to systemd's notification socket; False when there is none
+    (``$NOTIFY_SOCKET`` unset, or a kind of address other than a unix socket). A socket that is gone
+    raises ``OSError``, as systemd's own ``sd_notify`` reports it."""
+    address = os.environ.get("NOTIFY_SOCKET", "") if address is None else address
+    if address.startswith("@"):
+        address = "\0" + address[1:]  # an abstract socket: no file, a name in the kernel
+    elif not address.startswith("/"):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.sendto(state.encode("utf-8", "replace"), address)
+    return True
 
 
 def no_job() -> float | None:
@@ -38,7 +57,7 @@ class Notifier:
 
     def _send(self, state: str) -> None:
         if self.enabled:
-            daemon.notify(state)
+            notify(state)
 
     def ready(self, status: str) -> None:
         self._send(f"READY=1\nSTATUS={status}\nMAINPID={os.getpid()}")
