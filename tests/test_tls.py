@@ -22,7 +22,7 @@ import pytest
 from mysqlq_harness.mariadb import PrivateMariaDB, ServerTls
 
 from mysqlq import DatabaseUnavailable, Dsn, Producer, Settings
-from mysqlq.store.db import connect
+from mysqlq.store.db import Database, connect
 from mysqlq.store.schema import migrate
 
 from .conftest import ON_MYSQL, MariaDBServer, QueueDB, query_once, throwaway_mariadb, unavailable
@@ -328,3 +328,15 @@ password = {WORKER_PASSWORD}
     assert current_user(f"{dsn}&read_default_group=mysqlq-worker") == WORKER
     result = tdb.cli("stats", env=tdb.env(MYSQLQ_DSN=dsn), check=True)
     assert APP_PASSWORD not in result.stdout + result.stderr
+
+
+def test_a_connection_lost_under_tls_is_retried_like_any_other(tls: TlsServer) -> None:
+    """A server that goes away under TLS surfaces as a TLS error (2026) rather than 2013: still transient."""
+    database = Database(Dsn.parse(tls.dsn("ssl_mode=REQUIRED")))
+    try:
+        first = database.run(lambda cur: (cur.execute("SELECT CONNECTION_ID()"), cur.fetchone()[0])[1])
+        tls.admin(f"KILL {int(first)}")
+        second = database.run(lambda cur: (cur.execute("SELECT CONNECTION_ID()"), cur.fetchone()[0])[1])
+    finally:
+        database.close()
+    assert second != first and database.retried == 1

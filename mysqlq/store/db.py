@@ -45,6 +45,7 @@ TRANSIENT_CODES = frozenset(
         2003,  # can't connect to server
         2006,  # server has gone away
         2013,  # lost connection during query
+        2026,  # TLS error: on an open connection, the server went away (reset, unexpected EOF) under TLS
         2055,  # lost connection (system error)
         4031,  # disconnected by server: client inactive too long
     }
