@@ -29,7 +29,7 @@ PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.1[23]*/bin/python3) \
                      $(shell command -v python3.13 python3.12 2>/dev/null))
 VENV6 := .venv-django6
 
-.PHONY: all deps venv lint docs test test-fast test-django6 test-mysql mysql demo bench clean distclean
+.PHONY: all deps venv lint docs dist test test-fast test-wheel test-django6 test-mysql mysql demo bench clean distclean
 
 all: test
 
@@ -64,7 +64,7 @@ $(STAMP): pyproject.toml $(wildcard $(addsuffix /pyproject.toml,$(LOCAL_PKGS))) 
 
 # lint: ruff over all Python code, mypy over the package, and the layers (imports only downward).
 lint: venv
-	$(BIN)/ruff check mysqlq tests scripts scripts/bench scripts/demo scripts/rehearse docs/recipes
+	$(BIN)/ruff check mysqlq tests scripts scripts/bench scripts/demo scripts/rehearse scripts/wheel-smoke docs/recipes
 	$(BIN)/mypy mysqlq
 	$(BIN)/lint-imports --no-cache
 
@@ -72,10 +72,22 @@ lint: venv
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-# test: lint, then pytest (the session fixture starts a private mariadbd itself,
+# dist: the sdist and the wheel into dist/ (the wheel built from the sdist, so the sdist is complete),
+# and their metadata checked as the package index would.
+dist: venv
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
+# test-wheel: the built wheel installed into a fresh venv outside the repository on every supported
+# Python found here, and used from there: the CLI, a producer, a worker (also under systemd), the dashboard.
+test-wheel: deps dist
+	$(BIN)/python scripts/wheel-smoke
+
+# test: lint, the wheel, then pytest (the session fixture starts a private mariadbd itself,
 # or uses MYSQLQ_TEST_DSN), the Django 6 lane, and the whole suite again on MySQL.
 # Extra pytest options: make test PYTEST_ARGS='-k claim -x'
-test: deps venv lint docs
+test: deps venv lint docs test-wheel
 	$(BIN)/pytest $(PYTEST_ARGS)
 	$(MAKE) test-django6
 	$(MAKE) test-mysql

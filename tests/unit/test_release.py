@@ -1,0 +1,46 @@
+"""What a release says of itself agrees: one version (pyproject.toml's, which `mysqlq --version` and the
+installed metadata show), the supported Pythons (classifiers, requires-python and the interpreters the
+wheel's smoke test looks for), the licence, and the compatibility page in the docs' navigation."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import subprocess
+import tomllib
+
+from ..conftest import MYSQLQ, REPO
+
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
+def test_the_version_is_written_once_and_shown_by_the_cli() -> None:
+    version = PROJECT["version"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version)
+    assert importlib.metadata.version("mysqlq") == version  # `make venv` reinstalls when pyproject.toml changes
+    shown = subprocess.run([MYSQLQ, "--version"], capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == f"mysqlq, version {version}"
+    written = [path.relative_to(REPO) for path in (REPO / "mysqlq").rglob("*.py")
+               if re.search(rf"['\"]{re.escape(version)}['\"]", path.read_text(encoding="utf-8"))]
+    assert written == []
+
+
+def test_supported_pythons_agree_with_requires_python() -> None:
+    prefix = "Programming Language :: Python :: 3."
+    minors = sorted(int(c[len(prefix):]) for c in PROJECT["classifiers"] if c.startswith(prefix))
+    assert minors == [11, 12, 13]
+    assert minors == list(range(minors[0], minors[-1] + 1))
+    assert PROJECT["requires-python"] == f">=3.{minors[0]}"
+
+
+def test_the_licence_is_mit_and_shipped() -> None:
+    assert PROJECT["license"] == "MIT" and PROJECT["license-files"] == ["LICENSE"]
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License\n") and "the mysqlq authors" in text
+    assert not [c for c in PROJECT["classifiers"] if c.startswith("License ::")]  # the expression says it
+
+
+def test_systemd_python_is_no_dependency_and_the_docs_list_the_promise() -> None:
+    assert not [d for d in PROJECT["dependencies"] if d.lower().startswith(("systemd-python", "systemd"))]
+    nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "Versioning and compatibility: versioning.md" in nav and "Installing: installing.md" in nav
