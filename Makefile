@@ -14,8 +14,12 @@ LOCAL_PKGS := tests/handlers tests/harness scripts/handlers
 # state-transfer tools for the cluster tests. (systemd's notifications and journal need no library:
 # mysqlq speaks both protocols itself.)
 DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev \
-                mariadb-server mariadb-client chromium \
+                mariadb-server mariadb-client systemd chromium \
                 galera-4 mariadb-backup socat
+# What the demo needs of them: the build tools, the server, and systemd for the private one its
+# workers run under (where it cannot run, they run in the foreground).
+DEMO_DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev \
+                     mariadb-server mariadb-client systemd
 
 # Use sudo for apt-get when not root (and sudo exists).
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || command -v sudo)
@@ -119,7 +123,9 @@ test-django6: deps
 	  -e ./tests/handlers -e ./tests/harness && \
 	$(VENV6)/bin/python -m pytest -q tests/test_django.py
 
-# demo: run the end-to-end demo script.
+# demo: run the end-to-end demo script: workers installed and started as units under systemd (this
+# machine's when it is PID 1, else a private one), in the foreground where none can run.
+demo: DEB_PACKAGES := $(DEMO_DEB_PACKAGES)
 demo: deps venv
 	$(BIN)/python scripts/demo
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
@@ -61,8 +62,9 @@ def a_systemd(state: Path) -> Iterator[tuple[Systemd | None, str]]:
         return
     reason = missing_prerequisites()
     if reason:
-        yield None, f"no systemd to run them under: this machine's PID 1 is not systemd, and a private one {reason}"
+        yield None, f"this machine's PID 1 is not systemd, and a private one cannot run here ({reason})"
         return
+    shutil.rmtree(state, ignore_errors=True)  # a fresh journal and /etc each time: no story of an earlier run
     with PrivateSystemd(state, traversable_root=True) as private:
         yield private, "a private systemd (PID 1 of namespaces of its own; /etc, /run and /tmp private to it)"
 
