@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -52,7 +52,7 @@ class Source:
     """One place a secret was given: a value (an option or a variable) or a file."""
 
     label: str  # how messages name it: "--dsn", "MYSQLQ_DSN_FILE", "the credential mysqlq.dsn"
-    value: str | None = None
+    value: str | None = field(default=None, repr=False)  # a secret: kept out of reprs and tracebacks
     path: Path | None = None
     typed: bool = False  # given on the command line
 

@@ -189,6 +189,7 @@ def test_the_token_from_each_place_and_which_wins(tmp_path: Path) -> None:
     assert "MYSQLQ_WEB_TOKEN and by the credential" in refused(secrets.resolve_token, "u" * 24, environ=env)
     typed = secrets.resolve_token("u" * 24, typed={"token"}, environ=env)
     assert typed is not None and typed[0] == "u" * 24
+    assert "u" * 24 not in repr(typed[1])  # a place given inline does not show its value
 
 
 # ------------------------------------------------------------------------------------ through the command
