@@ -20,6 +20,7 @@ from mysqlq.store import claims
 from mysqlq.store.db import Cursor, Database, RetryPolicy, connect
 from mysqlq.worker.claimer import Claimer
 from mysqlq.worker.limits import Limits
+from mysqlq.worker.rates import Rates
 
 from .conftest import QueueDB, unavailable, with_database
 
@@ -138,7 +139,8 @@ def test_a_claim_whose_answer_was_lost_is_read_back_by_its_token(qdb: QueueDB, c
     db = Database(Dsn.parse(qdb.dsn), retry=RetryPolicy(attempts=3, first_delay=0.01), multi_statements=True)
     # Two queues: the first one's claim goes alone (with `update`, the last one's carries the read-back).
     claimer = Claimer(qdb.settings(claim_strategy=claim, queues=("default", "empty")), db,
-                      Limits(Registry(), db, logs.get_logger("test")), lambda: 0)
+                      Limits(Registry(), db, logs.get_logger("test")), Rates(Registry(), db, logs.get_logger("test")),
+                      lambda: 0)
     real, lost = claimer.statement, []
 
     def answer_lost(cur: Cursor, *args: Any) -> int:

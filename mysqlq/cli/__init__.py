@@ -105,7 +105,7 @@ class Command(click.Command):
 # table to what the modules register.
 COMMAND_MODULES = {
     "cancel": "ops", "check": "setup", "enqueue": "produce", "handlers": "run",
-    "install-systemd": "deploy", "jobs": "ops", "migrate": "setup", "pause": "ops", "purge": "ops",
+    "install-systemd": "deploy", "jobs": "ops", "limits": "limits", "migrate": "setup", "pause": "ops", "purge": "ops",
     "resume": "ops", "retry": "ops", "schedule": "schedule", "stats": "stats", "web": "web",
     "worker": "run", "workers": "run",
 }

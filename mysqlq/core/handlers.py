@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from mysqlq.core.errors import ConfigError, HandlerLoadError, HandlerNotFound
+from mysqlq.core.rates import RateLimit, parse_rate
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -49,18 +50,27 @@ def installed() -> list[HandlerInfo]:
 
 
 def handler(*, transactional: bool = False, time_limit: float | None = None,
-            concurrency_limit: int | None = None) -> Callable[[F], F]:
+            concurrency_limit: int | None = None, rate_limit: str | RateLimit | None = None,
+            rate_key: Callable[[Any], Any] | None = None) -> Callable[[F], F]:
     """Mark a handler: ``transactional`` gives it ``ctx.conn`` inside the transaction that also
     completes the job; ``time_limit`` (seconds) overrides the worker's default for its jobs;
     ``concurrency_limit`` is how many of its jobs with the same concurrency key may run at once
-    (1 when not given; jobs without a key are not limited). A bad value raises ConfigError."""
+    (1 when not given; jobs without a key are not limited); ``rate_limit`` (``"100/m"``, ``"5/s"``)
+    is how many of its jobs may start in any window of the period, counted per ``rate_key(payload)``
+    when given (e.g. ``lambda p: p["customer"]``: 5/s per customer), else for all its jobs at once.
+    A bad value raises ConfigError."""
     if concurrency_limit is not None:
         check_concurrency_limit(concurrency_limit)
+    rate = parse_rate(rate_limit) if rate_limit is not None else None
+    if rate_key is not None and (rate is None or not callable(rate_key)):
+        raise ConfigError("rate_key must be a function of the payload, given with a rate_limit")
 
     def mark(func: F) -> F:
         func.mysqlq_transactional = transactional  # type: ignore[attr-defined]
         func.mysqlq_time_limit = time_limit  # type: ignore[attr-defined]
         func.mysqlq_concurrency_limit = concurrency_limit  # type: ignore[attr-defined]
+        func.mysqlq_rate_limit = rate  # type: ignore[attr-defined]
+        func.mysqlq_rate_key = rate_key  # type: ignore[attr-defined]
         return func
 
     return mark
@@ -80,6 +90,11 @@ def check_concurrency_limit(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY_LIMIT:
         raise ConfigError(f"concurrency_limit must be an integer from 1 to {MAX_CONCURRENCY_LIMIT}, got {value!r}")
     return value
+
+
+def declared_rate_limit(func: Handler) -> tuple[RateLimit | None, Callable[[Any], Any] | None]:
+    """The handler's rate limit and the function that picks a job's rate key (None, None: none)."""
+    return getattr(func, "mysqlq_rate_limit", None), getattr(func, "mysqlq_rate_key", None)
 
 
 def declared_concurrency_limit(func: Handler) -> int:

@@ -11,6 +11,6 @@ from __future__ import annotations
 from mysqlq.hint.listener import Listener, Wake
 from mysqlq.hint.local import RUN_DIR, hint_dir
 from mysqlq.hint.sender import Sender, notify
-from mysqlq.hint.wire import ANY_QUEUE, Hint
+from mysqlq.hint.wire import ANY_QUEUE, POLL_NOW, Hint
 
-__all__ = ["ANY_QUEUE", "RUN_DIR", "Hint", "Listener", "Sender", "Wake", "hint_dir", "notify"]
+__all__ = ["ANY_QUEUE", "POLL_NOW", "RUN_DIR", "Hint", "Listener", "Sender", "Wake", "hint_dir", "notify"]

@@ -39,7 +39,7 @@ class Target:
     key: bytes | None
 
     def serves(self, queue: str) -> bool:
-        return queue == wire.ANY_QUEUE or queue in self.queues
+        return queue in (wire.ANY_QUEUE, wire.POLL_NOW) or queue in self.queues
 
 
 class Directory:

@@ -19,7 +19,7 @@ from mysqlq.core.config import Settings
 from mysqlq.hint import address
 from mysqlq.hint.limit import WakeBudget
 from mysqlq.hint.local import MAX_DATAGRAMS, LocalListener
-from mysqlq.hint.wire import ANY_QUEUE, Hint, Rejected, Verifier, new_key
+from mysqlq.hint.wire import ANY_QUEUE, POLL_NOW, Hint, Rejected, Verifier, new_key
 
 RECEIVE_BUFFER = 1 << 18  # room for bursts of hints while the worker is busy
 
@@ -105,8 +105,8 @@ class Listener:
         wake, delayed = self._deferred or Wake(), None
         self._deferred = None
         for hint in self._read(readable):
-            if hint.queue in paused:
-                wake.poll = True  # perhaps resumed (`mysqlq resume` hints): look again now
+            if hint.queue in paused or hint.queue == POLL_NOW:
+                wake.poll = True  # perhaps resumed (`mysqlq resume` hints), or limits changed: look again now
             elif hint.queue == ANY_QUEUE or hint.queue in queues:
                 if hint.delay <= 0:
                     wake.claim = True

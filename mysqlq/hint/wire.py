@@ -24,6 +24,7 @@ KEY_SIZE = 32
 WINDOW = 30.0  # seconds either side: the hosts' clocks must agree this well (NTP does far better)
 MAX_DELAY_MS = 2**32 - 1
 ANY_QUEUE = "*"
+POLL_NOW = "*poll"  # not a queue: every worker polls at once (an operator changed a rate limit)
 REPLAY_LIMIT = 100_000  # nonces remembered at most; beyond that a flood of valid datagrams is dropped
 
 

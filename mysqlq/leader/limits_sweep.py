@@ -1,7 +1,9 @@
 """The concurrency limits' safety net, run by the leader: slots held by jobs that moved on without
 giving them back (a worker killed between recording an outcome and settling its key, or a job the
 reaper found out of attempts) are given back, and every few runs keys whose oldest waiting job could
-run are settled too. See mysqlq.worker.limits for the worker's side."""
+run are settled too. See mysqlq.worker.limits for the worker's side. It also tidies the rate limits'
+tables: starts too old for any window, jobs no longer waiting for their turn (cancelled, purged),
+buckets no longer in use (mysqlq.worker.rates)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from mysqlq import hint
 from mysqlq.core.config import Settings
 from mysqlq.core.logs import Log
 from mysqlq.store import limits as store
+from mysqlq.store import rates as rates_store
 from mysqlq.store.db import Database
 
 STARVED_EVERY = 5  # runs; looking for starved keys reads more than looking for stale holders
@@ -33,6 +36,7 @@ class LimitsSweep:
     def run(self) -> float:
         starved = self.runs % STARVED_EVERY == 0
         self.runs += 1
+        self.db.run(rates_store.sweep)
         queues = self.sweep(starved)
         if queues:
             hint.notify(self.settings, queues)

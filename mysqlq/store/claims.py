@@ -20,17 +20,19 @@ class PollResult:
     paused: frozenset[str]
     leader_remaining: float | None  # seconds left on the reaper's lease (negative: lapsed)
     beacon_free: bool  # nobody holds the leader's wake-up lock
+    limits_changed: str | None = None  # how many rate limits operators set, and their newest change
 
 
 def poll(cur: Cursor, queues: Sequence[str], beacon: str) -> PollResult:
     execute_in(cur, "poll", queues, *queues, beacon)
-    has_ready, next_due_us, paused, leader_us, beacon_free = cur.fetchone()
+    has_ready, next_due_us, paused, leader_us, beacon_free, limits_changed = cur.fetchone()
     return PollResult(
         has_ready=bool(has_ready),
         next_due=None if next_due_us is None else next_due_us / 1e6,
         paused=frozenset(paused.split("\n")) if paused else frozenset(),
         leader_remaining=None if leader_us is None else leader_us / 1e6,
         beacon_free=bool(beacon_free),
+        limits_changed=limits_changed,
     )
 
 

@@ -33,6 +33,7 @@ class QueueCollector(Collector):
         try:
             queues = self.run(snapshot.queues)
             workers = self.run(snapshot.workers)
+            limits = self.run(snapshot.rate_limits)
             finished = self.run(self.finished.update)
         except (MysqlqError, MySQLdb.Error) as exc:
             log.warning("metrics.unavailable", error=str(exc).split("\n", 1)[0])
@@ -43,6 +44,7 @@ class QueueCollector(Collector):
         yield up
         yield from _queue_metrics(queues, finished)
         yield from _worker_metrics(workers)
+        yield from _limit_metrics(limits)
 
 
 def _queue_metrics(queues: list[snapshot.QueueView], finished: dict[tuple[str, str], int]) -> Iterable[Metric]:
@@ -80,6 +82,20 @@ def _worker_metrics(workers: list[dict[str, Any]]) -> Iterable[Metric]:
         heartbeat.add_metric([name], row["heartbeat_age"])
         running.add_metric([name], int(row["running"]))
     return [alive, registered, heartbeat, running]
+
+
+def _limit_metrics(limits: list[snapshot.LimitView]) -> Iterable[Metric]:
+    recent = GaugeMetricFamily("mysqlq_rate_limited_starts_last_minute", "Jobs of a rate limit (a handler's, "
+                               "over its rate keys, or a queue's) that started in the last minute.", labels=["limit"])
+    waiting = GaugeMetricFamily("mysqlq_rate_limited_jobs_waiting", "Jobs over their rate limit, waiting for "
+                                "their turn.", labels=["limit"])
+    keys = GaugeMetricFamily("mysqlq_rate_limit_keys", "Rate keys of a limit in use (recent starts or jobs "
+                             "waiting).", labels=["limit"])
+    for view in limits:
+        recent.add_metric([view.name], view.recent)
+        waiting.add_metric([view.name], view.waiting)
+        keys.add_metric([view.name], view.keys)
+    return [recent, waiting, keys]
 
 
 def registry(run: Run) -> CollectorRegistry:

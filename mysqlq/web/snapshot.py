@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from mysqlq.store import ops as ops_store
+from mysqlq.store import rates as rates_store
 from mysqlq.store import web as web_store
 from mysqlq.store import workers as worker_store
 from mysqlq.store.db import Cursor
@@ -44,6 +45,30 @@ def queues(cur: Cursor) -> list[QueueView]:
         if queue in views:
             views[queue].oldest_ready_age = age
     return [views[name] for name in names]
+
+
+@dataclass
+class LimitView:
+    """A rate limit in use, summed over its buckets (a handler's rate keys): starts in the last
+    minute, jobs waiting for their turn, and how many keys are in use."""
+
+    name: str  # "handler:NAME" or "queue:NAME"
+    recent: int = 0
+    waiting: int = 0
+    keys: int = 0
+
+
+def rate_limits(cur: Cursor) -> list[LimitView]:
+    """Every rate limit in use (at most the buckets `mysqlq limits` lists), by handler or queue."""
+    views: dict[str, LimitView] = {}
+    for use in rates_store.buckets(cur, 60.0):
+        scope, _, rest = use.bucket.partition(":")
+        name = f"{scope}:{rest.split(':', 1)[0] if scope == 'handler' else rest}"
+        view = views.setdefault(name, LimitView(name))
+        view.recent += use.recent
+        view.waiting += use.waiting
+        view.keys += 1
+    return [views[name] for name in sorted(views)]
 
 
 def workers(cur: Cursor) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, Cursor, Database
 from mysqlq.worker.limits import Limits, keyed
+from mysqlq.worker.rates import Rates
 
 
 def new_batch_id() -> int:
@@ -32,6 +33,7 @@ class Claim:
     jobs: list[ClaimedJob]
     set_aside: bool
     claimed_at: float
+    due_in: float | None = None  # seconds until the first job set aside for its rate limit comes due
 
 
 class RideAlong(Protocol):
@@ -47,10 +49,12 @@ class RideAlong(Protocol):
 class Claimer:
     """Claims for one worker (see :meth:`claim`)."""
 
-    def __init__(self, settings: Settings, db: Database, limits: Limits, worker_id: Callable[[], int]) -> None:
+    def __init__(self, settings: Settings, db: Database, limits: Limits, rates: Rates,
+                 worker_id: Callable[[], int]) -> None:
         self.settings = settings
         self.db = db
         self.limits = limits
+        self.rates = rates
         self.worker_id = worker_id
         self.statement = claims.CLAIMS[settings.claim_strategy]
         # The update claim of the last queue tried and the read-back go as one query, with the
@@ -98,10 +102,12 @@ class Claimer:
             jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
         if not jobs:
             return Claim(batch_id, [], False, claimed_at)
-        set_aside = False
+        claimed_count = len(jobs)
+        jobs = self.rates.admit(batch_id, jobs)  # those over a rate limit wait for their turn
+        set_aside = len(jobs) < claimed_count
         if keyed(jobs):  # admitted, or set aside until their key has a free slot
             admitted = self.limits.admit(batch_id, jobs)
-            set_aside, jobs = len(admitted) < len(jobs), admitted
+            set_aside, jobs = set_aside or len(admitted) < len(jobs), admitted
         if len(settings.queues) > 1:  # earlier queues first; within one, (priority, id) as fetched
             jobs.sort(key=lambda job: self._queue_rank.get(job.queue, 0))
-        return Claim(batch_id, jobs, set_aside, claimed_at)
+        return Claim(batch_id, jobs, set_aside, claimed_at, self.rates.soonest)

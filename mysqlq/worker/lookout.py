@@ -5,6 +5,7 @@ feed it; the loop asks it what to do next."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from mysqlq.core.config import Settings
 from mysqlq.hint import Wake
@@ -22,10 +23,12 @@ GIVE_BACK_WINDOW = 4 * HORIZON
 class Lookout:
     """The worker's view of its queues, kept up by one poll per ``poll_interval`` (and hints between)."""
 
-    def __init__(self, settings: Settings, db: Database, elector: Elector) -> None:
+    def __init__(self, settings: Settings, db: Database, elector: Elector,
+                 limits_changed: Callable[[str | None], None]) -> None:
         self.settings = settings
         self.db = db
         self.elector = elector  # every poll also tells the election what it saw, at no extra query
+        self.limits_changed = limits_changed  # ... and the rate limits when operators changed them
         self.want_claim = True
         self.next_poll = 0.0  # monotonic
         self.next_due: float | None = None  # monotonic: a delayed or retried job of ours comes due
@@ -47,6 +50,7 @@ class Lookout:
         elector = self.elector
         result = self.db.run(lambda cur: claims.poll(cur, self.settings.queues, elector.beacon))
         elector.observe(result.leader_remaining, result.beacon_free)
+        self.limits_changed(result.limits_changed)
         self.polled_since_claim = True
         self.next_poll = now + self.settings.poll_interval
         self.paused = result.paused

@@ -35,6 +35,7 @@ from mysqlq.worker.keeper import Keeper, StopFlag
 from mysqlq.worker.leases import Leases
 from mysqlq.worker.limits import Limits
 from mysqlq.worker.lookout import Lookout
+from mysqlq.worker.rates import Rates
 from mysqlq.worker.report import Report
 from mysqlq.worker.runner import Runner
 from mysqlq.worker.services import Services
@@ -65,6 +66,7 @@ class Worker:
         alarm = runner.alarm
         self.notifier = Notifier(job_deadline=lambda: alarm.deadline)  # feeds the watchdog while a job runs here
         self.limits = Limits(runner.registry, self.db, self.log)  # jobs with a concurrency key
+        self.rates = Rates(runner.registry, self.db, self.log)  # jobs with a rate limit
         self.leases = Leases(settings.lease, settings.heartbeat_interval)
         self.stop = StopFlag()
         self.batches = Batches(settings, self.db, self.log, self.leases, self.cancels, self.limits, self.report,
@@ -79,8 +81,8 @@ class Worker:
         self.elector = Elector(settings, self.services.db, self.log, lambda: self.heartbeat.worker_id, looks)
         self.maintainer = Maintainer(settings, self.services.db, self.log, self.elector)
         self.services.attach([self.heartbeat, self.maintainer, CancelWatch(self.services.db, self.cancels, self.log)])
-        self.lookout = Lookout(settings, self.db, self.elector)
-        self.claimer = Claimer(settings, self.db, self.limits, lambda: self.heartbeat.worker_id)
+        self.lookout = Lookout(settings, self.db, self.elector, self.rates.changed_at)
+        self.claimer = Claimer(settings, self.db, self.limits, self.rates, lambda: self.heartbeat.worker_id)
         self._last_status: tuple[int, int] | None = None
         self.stopping = False
         self.listener: hint.Listener | None = None
@@ -263,6 +265,8 @@ class Worker:
         if jobs or claim.set_aside:
             self.log.info("batch.claimed", batch_id=claim.batch_id, jobs=len(jobs))
         lookout.claimed(full=len(jobs) >= limit, set_aside=claim.set_aside, found=bool(jobs) or claim.set_aside)
+        if claim.due_in is not None:  # jobs set aside for their rate limit: promote the first in its turn
+            lookout.due_in(claim.due_in)
         if not jobs:
             return claim.set_aside
         keeper.add(claim, unsized=average is None)

@@ -133,14 +133,17 @@ ON DUPLICATE KEY UPDATE id = id;
 -- The idle worker's one question: is anything ready in my queues, when is the next scheduled job
 -- due (microseconds from now, negative when overdue), which of my queues are paused; and, so that
 -- followers watch the leader at no extra cost, the microseconds left on the reaper's lease and
--- whether the leader's wake-up lock is free (its holder's connection died).
+-- whether the leader's wake-up lock is free (its holder's connection died); and how many rate limits
+-- operators set and when they last changed one (the worker reads them again when that moved: a
+-- removed one moves the count).
 SELECT
   (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready) WHERE ready_queue IN ({ids}) LIMIT 1) AS has_ready,
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(scheduled_at)) FROM mysqlq_jobs) AS next_due_us,
   (SELECT GROUP_CONCAT(name SEPARATOR '\n') FROM mysqlq_queues WHERE paused AND name IN ({ids})) AS paused,
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) FROM mysqlq_leaders WHERE role = 'reaper')
     AS leader_remaining_us,
-  IS_USED_LOCK(%s) IS NULL AS beacon_free;
+  IS_USED_LOCK(%s) IS NULL AS beacon_free,
+  (SELECT CONCAT(COUNT(*), ' ', COALESCE(MAX(changed_at), '')) FROM mysqlq_rate_limits) AS limits_changed;
 
 -- name: claimed_lately
 -- A burst worker's last look before it exits, when it has found nothing yet: did a worker claim jobs of

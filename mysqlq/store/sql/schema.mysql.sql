@@ -87,6 +87,35 @@ CREATE TABLE `mysqlq_queues` (
   PRIMARY KEY (`name`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+CREATE TABLE `mysqlq_rate_buckets` (
+  `bucket` varchar(255) COLLATE utf8mb4_bin NOT NULL,
+  `version` bigint unsigned NOT NULL DEFAULT '0',
+  `next_at` datetime(6) DEFAULT NULL,
+  PRIMARY KEY (`bucket`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_rate_limits` (
+  `scope` enum('handler','queue') COLLATE utf8mb4_bin NOT NULL,
+  `name` varchar(100) COLLATE utf8mb4_bin NOT NULL,
+  `max_starts` int unsigned DEFAULT NULL,
+  `period_us` bigint unsigned DEFAULT NULL,
+  `changed_at` datetime(6) NOT NULL,
+  PRIMARY KEY (`scope`,`name`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_rate_starts` (
+  `bucket` varchar(255) COLLATE utf8mb4_bin NOT NULL,
+  `started_at` datetime(6) NOT NULL,
+  `job_id` bigint unsigned NOT NULL,
+  PRIMARY KEY (`bucket`,`started_at`,`job_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE `mysqlq_rate_waiting` (
+  `bucket` varchar(255) COLLATE utf8mb4_bin NOT NULL,
+  `job_id` bigint unsigned NOT NULL,
+  PRIMARY KEY (`bucket`,`job_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 CREATE TABLE `mysqlq_schedules` (
   `name` varchar(100) COLLATE utf8mb4_bin NOT NULL,
   `timing` varchar(255) COLLATE utf8mb4_bin NOT NULL,

@@ -34,7 +34,8 @@ def dashboard() -> str:
     rows = run(lambda cur: web_store.finished_per_minute(cur, CHART_MINUTES))
     series = chart.per_minute(rows, CHART_MINUTES)
     workers = run(snapshot.workers)
-    return render_template("dashboard.html", queues=queues, hour=_hour_by_queue(rows), workers=workers,
+    limits = run(snapshot.rate_limits)
+    return render_template("dashboard.html", queues=queues, hour=_hour_by_queue(rows), workers=workers, limits=limits,
                            chart=chart.throughput_svg(series, CHART_MINUTES),
                            total_hour={s: sum(v) for s, v in series.items()})
 

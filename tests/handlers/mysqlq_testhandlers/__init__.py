@@ -325,3 +325,16 @@ def _runs(job_id: int, word: str) -> int:
     with open(path, encoding="utf-8") as lines:
         return sum(1 for line in lines if line.split()[:1] == [str(job_id)] and word in line.split())
 
+
+@mysqlq.handler(rate_limit="50/s")
+def rated(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """At most 50 start in any second, across every worker: record the run (and take a few ms)."""
+    _append(f"{ctx.job_id} {ctx.attempt} rated {os.getpid()}")
+    time.sleep(float(payload.get("sleep", 0.002)) if isinstance(payload, dict) else 0.002)
+
+
+@mysqlq.handler(rate_limit="5/s", rate_key=lambda payload: payload["key"])
+def rated_key(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """At most 5 of one payload["key"] start in any second."""
+    _append(f"{ctx.job_id} {ctx.attempt} rated {payload['key']}")
+

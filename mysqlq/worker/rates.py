@@ -1,0 +1,113 @@
+"""Rate limits: at most N jobs of one bucket start in any window of a period, across every worker and
+host, held exactly (the server's clock stamps each start under the bucket's lock: mysqlq.store.rates).
+
+Which limit a job has: what an operator set for its handler (``mysqlq limits set --handler``, or
+lifted), else what the handler declares (``@mysqlq.handler(rate_limit="100/m", rate_key=...)``),
+else what an operator set for its queue. The bucket its start counts in: the handler's, per rate key
+when the handler gives a ``rate_key`` function of the payload; or the queue's.
+
+Like concurrency limits, the worker applies them right after a claim, before the jobs start: a job
+over its limit is not started; it waits as a scheduled job until its turn (its attempt refunded), in
+order within its bucket, and becomes ready then without anyone polling for it. Jobs without a limit
+pay one dictionary look-up each, in Python.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from mysqlq.core.errors import HandlerLoadError, HandlerNotFound
+from mysqlq.core.handlers import Registry, declared_rate_limit
+from mysqlq.core.jobs import ClaimedJob, decode_payload
+from mysqlq.core.logs import Log
+from mysqlq.core.rates import RateLimit, handler_bucket, queue_bucket
+from mysqlq.store import rates as store
+from mysqlq.store.db import Database
+
+_NONE = (None, None)
+
+
+class Rates:
+    """A worker's side of rate limits: admitting what it claims, and the operators' limits it keeps."""
+
+    def __init__(self, registry: Registry, db: Database, log: Log) -> None:
+        self.registry = registry
+        self.db = db
+        self.log = log
+        self.handlers: dict[str, tuple[RateLimit | None, Any]] = {}  # by handler name: its limit and key function
+        self.overrides: dict[tuple[str, str], RateLimit | None] = {}
+        self.changed: str | None = None  # how many limits operators set and their newest change, as last read
+        self.soonest: float | None = None  # seconds until the next job set aside comes due (the last admission)
+
+    # ---------------------------------------------------------------- which limit
+
+    def _declared(self, handler: str) -> tuple[RateLimit | None, Any]:
+        found = self.handlers.get(handler)
+        if found is None:
+            try:
+                found = declared_rate_limit(self.registry.resolve(handler))
+            except (HandlerNotFound, HandlerLoadError):
+                found = _NONE  # it fails when it runs, as before
+            self.handlers[handler] = found
+        return found
+
+    def bucket_of(self, job: ClaimedJob) -> tuple[str, RateLimit] | None:
+        """The bucket a job's start counts in and its limit (None: the job is not limited)."""
+        overrides = self.overrides
+        if overrides and ("handler", job.handler) in overrides:
+            limit, key_of = overrides[("handler", job.handler)], self._declared(job.handler)[1]
+        else:
+            limit, key_of = self._declared(job.handler)
+        if limit is not None:
+            return handler_bucket(job.handler, _key(key_of, job)), limit
+        if overrides:
+            queue_limit = overrides.get(("queue", job.queue))
+            if queue_limit is not None:
+                return queue_bucket(job.queue), queue_limit
+        return None
+
+    def changed_at(self, changed: str | None) -> None:
+        """The poll's reading of the operators' newest change: read their limits again when it moved."""
+        if changed != self.changed:
+            self.overrides = {(o.scope, o.name): o.limit for o in self.db.run(store.overrides)}
+            self.changed = changed
+            self.log.info("limits.loaded", overrides=len(self.overrides))
+
+    # ---------------------------------------------------------------- admission
+
+    def admit(self, batch_id: int, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
+        """The jobs of a just-claimed batch that may start: those without a rate limit, and those whose
+        bucket has room now. The others wait for their turn, or are no longer ours."""
+        self.soonest = None
+        limited = []
+        for job in jobs:
+            found = self.bucket_of(job)
+            if found is not None:
+                limited.append(store.Limited(job.id, found[0], found[1]))
+        if not limited:
+            return jobs
+        result = self.db.run(partial(store.admit, batch_id=batch_id, limited=limited))
+        buckets = {entry.job_id: entry for entry in limited}
+        for job_id, seconds in sorted(result.deferred.items()):
+            entry = buckets[job_id]
+            self.log.info("job.rate_limited", job_id=job_id, batch_id=batch_id, bucket=entry.bucket,
+                          rate_limit=str(entry.limit), starts_in=round(seconds, 3))
+        for job_id in result.lost:
+            self.log.warning("job.claim_lost", job_id=job_id, batch_id=batch_id,
+                             note="another worker took the claim over before it started; not run")
+        if result.deferred:
+            self.soonest = min(result.deferred.values())
+        return [job for job in jobs if job.id not in buckets or job.id in result.admitted]
+
+
+def _key(key_of: Any, job: ClaimedJob) -> str | None:
+    """A job's rate key: its handler's ``rate_key`` of the payload; one it cannot compute (a payload
+    that is not valid JSON, a field missing) counts the job with the handler's other keyless jobs."""
+    if key_of is None:
+        return None
+    try:
+        key = key_of(decode_payload(job.payload))
+    except Exception:
+        return None
+    return None if key is None else str(key)

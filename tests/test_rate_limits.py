@@ -1,0 +1,179 @@
+"""Rate limits: at most N jobs of one bucket start in any window of the period, across every worker,
+through a worker's kill -9 and a restart of the database; a job over its limit waits for its turn
+without spending an attempt; operators set, lift and reset limits at run time.
+
+Starts are read from the jobs' started_at: a rate-limited job's is the server's time of its
+admission, the time its start is counted at."""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import json
+import time
+
+import pytest
+
+import mysqlq
+from mysqlq import Job
+from mysqlq.core.errors import ConfigError
+from mysqlq.core.rates import RateLimit, parse_rate
+
+from .conftest import QueueDB
+
+pytestmark = pytest.mark.slow
+
+
+def starts(qdb: QueueDB, handler: str | None = None) -> dict[str, list[datetime.datetime]]:
+    """Start times by bucket key (the payload's "key", or "" for none), in order."""
+    where = "WHERE status = 'done'" + (" AND handler = %s" if handler else "")
+    rows = qdb.query(f"SELECT payload, started_at FROM mysqlq_jobs {where} ORDER BY started_at",
+                     (handler,) if handler else None)
+    found: dict[str, list[datetime.datetime]] = collections.defaultdict(list)
+    for payload, started in rows:
+        found[_field(payload, "key")].append(started)
+    return found
+
+
+def _field(payload: bytes, name: str) -> str:
+    decoded = json.loads(payload)
+    return str(decoded.get(name, "")) if isinstance(decoded, dict) else ""
+
+
+def most_in_a_window(times: list[datetime.datetime], period: float) -> int:
+    """The most starts any window of ``period`` seconds holds (sliding, over sorted times)."""
+    most, first = 0, 0
+    for last, at in enumerate(times):
+        while (at - times[first]).total_seconds() >= period:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
+
+
+def test_four_workers_hold_one_key_to_50_a_second_and_reach_it(qdb: QueueDB) -> None:
+    jobs = 2000
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.rated") for _ in range(jobs)])
+    for index in range(4):  # default slots: 5 each
+        qdb.worker("--name", f"r{index}")
+    qdb.wait_done(jobs, timeout=120)
+    (times,) = starts(qdb).values()
+    assert len(times) == jobs
+    assert most_in_a_window(times, 1.0) <= 50
+    rate = (jobs - 50) / (times[-1] - times[49]).total_seconds()  # past the first second's burst
+    assert rate >= 0.9 * 50, rate
+    assert qdb.scalar("SELECT MAX(attempts) FROM mysqlq_jobs") == 1  # waiting spent no attempt
+    assert "job.rate_limited" in qdb.logs()
+
+
+def test_a_hundred_keys_each_held_to_5_a_second(qdb: QueueDB) -> None:
+    keys, each = 100, 12
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.rated_key", {"key": f"k{k}"}) for n in range(each) for k in range(keys)])
+    for index in range(2):
+        qdb.worker("--name", f"k{index}")
+    qdb.wait_done(keys * each, timeout=120)
+    by_key = starts(qdb)
+    assert len(by_key) == keys and all(len(times) == each for times in by_key.values())
+    assert max(most_in_a_window(times, 1.0) for times in by_key.values()) == 5
+
+
+def test_one_worker_starts_a_keys_jobs_in_order_of_id(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        ids = [producer.enqueue("test.rated_key", {"key": "one"}) for _ in range(15)]
+    qdb.worker("--concurrency", "1")
+    qdb.wait_done(15, timeout=60)
+    rows = qdb.query("SELECT id FROM mysqlq_jobs ORDER BY started_at, id")
+    assert [row[0] for row in rows] == ids
+
+
+def test_the_limit_holds_through_a_kill_and_a_database_restart(qdb: QueueDB) -> None:
+    jobs = 600
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.rated") for _ in range(jobs)])
+    options = ("--heartbeat-interval", "0.5", "--lease", "5")
+    first = qdb.worker(*options, "--name", "first")
+    qdb.worker(*options, "--name", "second")
+    qdb.wait_for(lambda: len(qdb.records()) > 100, timeout=60, what="the drain to be under way")
+    first.kill()  # kill -9
+    qdb.wait_for(lambda: len(qdb.records()) > 250, timeout=60, what="the drain to go on")
+    qdb.server.kill()
+    qdb.server.start()
+    qdb.worker(*options, "--name", "third")
+    qdb.wait_done(jobs, timeout=120)
+    (times,) = starts(qdb).values()
+    assert len(times) == jobs and most_in_a_window(times, 1.0) <= 50
+
+
+def test_operators_set_lift_and_reset_limits_at_run_time(qdb: QueueDB) -> None:
+    qdb.worker()
+    qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers") == 1, what="the worker")
+    result = qdb.cli("limits", "set", "--handler", "test.record", "5/s", check=True)
+    assert result.stdout.strip() == "handler test.record: at most 5 jobs start in any 1 s"
+    time.sleep(1.0)  # every worker reads it within a second (the change hints them to poll)
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record") for _ in range(20)])
+    qdb.wait_done(20, timeout=60)
+    times = [row[0] for row in qdb.query("SELECT started_at FROM mysqlq_jobs ORDER BY started_at")]
+    assert most_in_a_window(times, 1.0) == 5
+    listing = qdb.cli("limits", check=True).stdout
+    assert "set by an operator: handler test.record: 5/s" in listing and "handler:test.record" in listing
+    qdb.cli("limits", "lift", "--handler", "test.rated", check=True)  # its code says 50/s: lifted
+    time.sleep(1.0)
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.rated") for _ in range(120)])
+    qdb.wait_done(140, timeout=60)
+    rated = [row[0] for row in qdb.query("SELECT started_at FROM mysqlq_jobs WHERE handler = 'test.rated' "
+                                         "ORDER BY started_at")]
+    assert most_in_a_window(rated, 1.0) > 50  # lifted: a hundred and twenty at once
+    # A queue's limit applies to its jobs whose handler has none: test.record's, once reset.
+    qdb.cli("limits", "set", "--queue", "default", "2/s", check=True)
+    qdb.cli("limits", "reset", "--handler", "test.record", check=True)
+    time.sleep(1.0)
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record", {"tag": "q"}) for _ in range(6)])
+    qdb.wait_done(146, timeout=60)
+    queue_times = [started for payload, started in qdb.query("SELECT payload, started_at FROM mysqlq_jobs "
+                                                             "ORDER BY started_at") if _field(payload, "tag") == "q"]
+    assert most_in_a_window(queue_times, 1.0) == 2
+
+
+def test_rate_limits_are_read_as_people_write_them() -> None:
+    assert parse_rate("100/m") == RateLimit(100, 60.0)
+    assert parse_rate("20/10s") == RateLimit(20, 10.0)
+    assert str(parse_rate("5/s")) == "5/s"
+    for bad in ("5", "0/s", "5/x", "5/0s", "5/8d", "-1/s"):
+        with pytest.raises(ConfigError, match="rate limit"):
+            parse_rate(bad)
+    with pytest.raises(ConfigError, match="rate_key"):
+        mysqlq.handler(rate_key=lambda payload: payload["customer"])
+
+
+def test_a_bad_limit_on_the_command_line_is_one_line(qdb: QueueDB) -> None:
+    result = qdb.cli("limits", "set", "--handler", "test.record", "fast")
+    assert result.returncode == 1 and result.stderr.strip().count("\n") == 0 and "N/PERIOD" in result.stderr
+    result = qdb.cli("limits", "set", "5/s")
+    assert result.returncode == 1 and "give one of --handler NAME or --queue NAME" in result.stderr
+
+
+def test_limits_in_use_are_listed_exported_and_shown(qdb: QueueDB) -> None:
+    from mysqlq_harness.net import get
+
+    from .web_fixtures import scrape, web_server
+
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.rated_key", {"key": "a"}) for _ in range(40)])
+    qdb.worker("--concurrency", "1")
+    qdb.wait_for(lambda: qdb.statuses().get("done", 0) >= 5, timeout=30, what="the first jobs")
+    listing = qdb.cli("limits", check=True).stdout
+    assert "handler:test.rated_key:a  limit=5/s" in listing
+    waiting = int(listing.split("waiting=")[1].split()[0])
+    assert 0 < waiting < 40
+    with web_server(qdb) as base:
+        metrics = scrape(base + "/metrics")
+        status, page = get(base + "/")
+    limit = (("limit", "handler:test.rated_key"),)
+    assert metrics["mysqlq_rate_limited_jobs_waiting"][limit] > 0
+    assert metrics["mysqlq_rate_limited_starts_last_minute"][limit] >= 5
+    assert metrics["mysqlq_rate_limit_keys"][limit] == 1
+    assert status == 200 and "Rate limits in use" in page and 'data-limit="handler:test.rated_key"' in page
