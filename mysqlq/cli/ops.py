@@ -105,6 +105,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
                      for line in [header, *rows])
 
 
+def _progress(row: dict[str, Any]) -> str:
+    if row["progress"] is None:
+        return "-"
+    note = f" ({row['progress_note']})" if row["progress_note"] else ""
+    return f"{row['progress'] * 100:.0f}%{note}"
+
+
 def _dedupe(row: Mapping[str, Any]) -> str:
     """The job's dedupe key and how long it holds it."""
     if not row["dedupe_key"]:
@@ -189,6 +196,7 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
         ("status", row["status"]),
         ("attempts", f"{row['attempts']} of {row['max_attempts']}"),
         ("snoozed", f"{row['snoozes']} times" if row["snoozes"] else "-"),
+        ("progress", _progress(row)),
         ("priority", str(row["priority"])),
         ("time limit", time_limit),
         ("dedupe key", _dedupe(row)),

@@ -182,6 +182,11 @@ def retry(cur: Cursor, batch_id: int, job_id: int, delay: float, error: str) -> 
     return execute(cur, "retry_job", params)
 
 
+def record_progress(cur: Cursor, job_id: int, worker_id: int, fraction: float, note: str | None) -> int:
+    """A job's latest progress report, from the worker that ran it (0 rows once another claimed it)."""
+    return execute(cur, "record_progress", {"id": job_id, "worker_id": worker_id, "fraction": fraction, "note": note})
+
+
 def snooze(cur: Cursor, batch_id: int, job_id: int, delay: float) -> int:
     """A job whose handler snoozed it waits ``delay`` seconds as a scheduled job, its attempt refunded."""
     return execute(cur, "snooze_job", {"id": job_id, "batch_id": batch_id, "delay_us": round(delay * 1e6)})

@@ -86,12 +86,13 @@ def jobs_page(cur: Cursor, *, queue: str | None, status: str | None, handler: st
     return ops_store.HistoryPage(rows[:limit], rows[limit - 1]["id"] if len(rows) > limit else 0)
 
 
-def running_jobs(cur: Cursor, limit: int) -> dict[int, list[tuple[int, str, str]]]:
-    """Registry id → (job id, queue, handler) of the jobs each worker holds (at most ``limit`` in all)."""
+def running_jobs(cur: Cursor, limit: int) -> dict[int, list[tuple[int, str, str, float | None]]]:
+    """Registry id → (job id, queue, handler, progress) of the jobs each worker holds (at most ``limit``)."""
     execute(cur, "web_running_jobs", {"limit": limit})
-    held: dict[int, list[tuple[int, str, str]]] = {}
-    for worker_id, job_id, queue, handler in cur.fetchall():
-        held.setdefault(int(worker_id or 0), []).append((int(job_id), str(queue), str(handler)))
+    held: dict[int, list[tuple[int, str, str, float | None]]] = {}
+    for worker_id, job_id, queue, handler, progress in cur.fetchall():
+        held.setdefault(int(worker_id or 0), []).append(
+            (int(job_id), str(queue), str(handler), None if progress is None else float(progress)))
     return held
 
 

@@ -9,15 +9,17 @@ from mysqlq.core import logs
 from mysqlq.core.errors import JobCancelled, Snooze
 from mysqlq.core.jobs import ClaimedJob, Parent
 from mysqlq.store.db import Connection
+from mysqlq.worker.progress import ProgressBoard, checked
 
 
 class WorkerShared(NamedTuple):
-    """What every job of a worker shares: the worker's name, the logger ``ctx.log`` binds, and how the
-    jobs a job was enqueued after are read."""
+    """What every job of a worker shares: the worker's name, the logger ``ctx.log`` binds, how the
+    jobs a job was enqueued after are read, and where progress reports go."""
 
     worker: str
     log: Any = None
     read_parents: Callable[[int], list[Parent]] | None = None
+    progress: ProgressBoard | None = None
 
 
 class JobContext:
@@ -102,6 +104,15 @@ class JobContext:
         if len(parents) != 1:
             raise ValueError(f"job {self.job_id} has {len(parents)} parents, not one: read ctx.parents")
         return parents[0].result
+
+    def progress(self, fraction: float, note: str | None = None) -> None:
+        """Report how far the job has got: ``fraction`` from 0 to 1 and a short note ("step 2 of 5"),
+        shown by `mysqlq jobs show` and the dashboard. Cheap: the worker writes the latest report of a
+        job at most once a second, so a handler may call it in a loop."""
+        fraction, note = checked(fraction, note)
+        board = self._shared.progress
+        if board is not None:
+            board.report(self._job.id, fraction, note)
 
     def snooze(self, seconds: float) -> NoReturn:
         """End this run without failing: the job runs again ``seconds`` from now, its attempt not spent

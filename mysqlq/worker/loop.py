@@ -35,6 +35,7 @@ from mysqlq.worker.keeper import Keeper, StopFlag
 from mysqlq.worker.leases import Leases
 from mysqlq.worker.limits import Limits
 from mysqlq.worker.lookout import Lookout
+from mysqlq.worker.progress import ProgressBoard, ProgressWriter
 from mysqlq.worker.rates import Rates
 from mysqlq.worker.report import Report
 from mysqlq.worker.runner import Runner
@@ -61,7 +62,8 @@ class Worker:
         self.metrics = worker_metrics.start(settings)  # per-worker metrics (--metrics-port); a no-op when off
         self.report = Report(self.metrics)
         self.cancels = Cancels()
-        runner = Runner(settings, registry or Registry(), self.log, self.cancels)
+        self.progress = ProgressBoard()  # handlers' progress reports, written by the background thread
+        runner = Runner(settings, registry or Registry(), self.log, self.cancels, self.progress)
         self.registry = runner.registry
         alarm = runner.alarm
         self.notifier = Notifier(job_deadline=lambda: alarm.deadline)  # feeds the watchdog while a job runs here
@@ -80,7 +82,8 @@ class Worker:
         self.heartbeat = Heartbeat(settings, self.services.db, self.log, self.leases, self._hint_entry)
         self.elector = Elector(settings, self.services.db, self.log, lambda: self.heartbeat.worker_id, looks)
         self.maintainer = Maintainer(settings, self.services.db, self.log, self.elector)
-        self.services.attach([self.heartbeat, self.maintainer, CancelWatch(self.services.db, self.cancels, self.log)])
+        self.services.attach([self.heartbeat, self.maintainer, CancelWatch(self.services.db, self.cancels, self.log),
+                              ProgressWriter(self.services.db, self.progress, lambda: self.heartbeat.worker_id)])
         self.lookout = Lookout(settings, self.db, self.elector, self.rates.changed_at)
         self.claimer = Claimer(settings, self.db, self.limits, self.rates, lambda: self.heartbeat.worker_id)
         self._last_status: tuple[int, int] | None = None

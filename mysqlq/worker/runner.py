@@ -29,6 +29,7 @@ from mysqlq.worker.cancels import Cancels
 from mysqlq.worker.context import JobContext, WorkerShared
 from mysqlq.worker.outcomes import DoneIn, Outcome
 from mysqlq.worker.parents import ParentsReader
+from mysqlq.worker.progress import ProgressBoard
 
 if TYPE_CHECKING:
     import asyncio
@@ -133,14 +134,16 @@ class Prepared:
 class Runner:
     """Turns a claimed job into an Outcome; never raises for anything the job did."""
 
-    def __init__(self, settings: Settings, registry: Registry, log: logs.Log, cancels: Cancels) -> None:
+    def __init__(self, settings: Settings, registry: Registry, log: logs.Log, cancels: Cancels,
+                 progress: ProgressBoard | None = None) -> None:
         self.settings = settings
         self.registry = registry
         self.log = log
         self.cancels = cancels  # how a job cancelled while it runs is asked to stop
         self.alarm = Alarm()
         self.read_parents = ParentsReader(settings)
-        self.shared = WorkerShared(settings.worker_name, log, self.read_parents)  # what every job's context shares
+        # What every job's context shares.
+        self.shared = WorkerShared(settings.worker_name, log, self.read_parents, progress)
         self.specs: dict[str, HandlerSpec] = {}
         load_decoder()  # its import is not the first job's time either
         self.default_limit = settings.time_limit

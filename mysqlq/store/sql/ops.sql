@@ -53,7 +53,8 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, bat
 
 -- name: get_job
 -- Everything about one job.
-SELECT id, queue, handler, status, priority, attempts, max_attempts, snoozes, time_limit, dedupe_key, dedupe_scope,
+SELECT id, queue, handler, status, priority, attempts, max_attempts, snoozes, progress, progress_note,
+       time_limit, dedupe_key, dedupe_scope,
        concurrency_key, worker, worker_id, batch_id, enqueued_at, run_at, started_at, finished_at, lease_until,
        payload, last_error, result
   FROM mysqlq_jobs WHERE id = %(id)s;

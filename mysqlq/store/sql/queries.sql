@@ -265,6 +265,12 @@ UPDATE mysqlq_jobs
        running_batch = NULL, batch_id = NULL, lease_until = NULL, last_error = %(error)s
  WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
+-- name: record_progress
+-- A job's progress, as its handler last reported it (written at most once a second), by the worker
+-- that runs or ran it: a report that arrives after the job ended is still its last one.
+UPDATE mysqlq_jobs SET progress = %(fraction)s, progress_note = %(note)s
+ WHERE id = %(id)s AND worker_id = %(worker_id)s;
+
 -- name: snooze_job
 -- A job whose handler snoozed it (mysqlq.Snooze) waits as a scheduled job, not failed: the attempt
 -- its claim took is refunded, its error left as it was, and the snooze counted.

@@ -51,6 +51,8 @@ CREATE TABLE `mysqlq_jobs` (
   `dependents` tinyint(1) DEFAULT NULL,
   `waiting_for` int unsigned DEFAULT NULL,
   `snoozes` smallint unsigned NOT NULL DEFAULT '0',
+  `progress` float DEFAULT NULL,
+  `progress_note` varchar(200) COLLATE utf8mb4_bin DEFAULT NULL,
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
   KEY `mysqlq_jobs_ready` (`ready_queue` DESC,`priority`,`id`),

@@ -64,5 +64,5 @@ SELECT id, queue, handler, status, attempts, max_attempts, worker, enqueued_at, 
 
 -- name: web_running_jobs
 -- The jobs workers hold now, for the workers page (the running rows of mysqlq_jobs_state).
-SELECT worker_id, id, queue, handler FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+SELECT worker_id, id, queue, handler, progress FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
  WHERE running_batch IS NOT NULL ORDER BY worker_id, id LIMIT %(limit)s;

@@ -338,3 +338,17 @@ def rated_key(payload: Any, ctx: mysqlq.JobContext) -> None:
     """At most 5 of one payload["key"] start in any second."""
     _append(f"{ctx.job_id} {ctx.attempt} rated {payload['key']}")
 
+
+def progress(payload: Any, ctx: mysqlq.JobContext) -> None:
+    """Report progress in a tight loop for payload["seconds"], then 100 %; payload["bad"]: report that value."""
+    if "bad" in payload:
+        ctx.progress(payload["bad"])
+    deadline = time.monotonic() + float(payload["seconds"])
+    steps = 0
+    while time.monotonic() < deadline:
+        steps += 1
+        ctx.progress(min(0.99, steps / 100_000), f"step {steps}")
+        time.sleep(0.001)
+    ctx.progress(1.0, "all done")
+    _append(f"{ctx.job_id} {ctx.attempt} progress {steps}")
+
