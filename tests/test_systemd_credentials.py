@@ -2,16 +2,20 @@
 install-systemd` sets them up and the deployment guide says, drain jobs, and the password is in
 neither `systemctl show` nor the worker's environment (/proc/PID/environ) nor the journal. The
 three ways: the whole DSN as a plain credential, only the password (the rest of the DSN in the env
-file), and the DSN encrypted with `systemd-creds encrypt`."""
+file), and the DSN encrypted with `systemd-creds encrypt`; and the dashboard's unit with its token as a
+credential too."""
 
 from __future__ import annotations
 
+import secrets
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.net import free_port, get
 from mysqlq_harness.systemd import PrivateSystemd
+from mysqlq_harness.waiting import wait_for
 
 from .conftest import MYSQLQ, MariaDBServer, QueueDB, private_systemd, with_database
 from .db_users import AWKWARD, DatabaseUser, database_user
@@ -22,6 +26,7 @@ ENV = "/etc/mysqlq/mysqlq.env"
 PLAIN = "/etc/credstore/mysqlq.dsn"
 PASSWORD = "/etc/credstore/mysqlq.password"
 ENCRYPTED = "/etc/credstore.encrypted/mysqlq.dsn"
+TOKEN = "/etc/credstore/mysqlq.web-token"
 
 
 @pytest.fixture
@@ -58,11 +63,36 @@ def drain(systemd: PrivateSystemd, qdb: QueueDB, user: DatabaseUser, count: int 
         assert user.password not in where and urllib.parse.quote(user.password, safe="") not in where
 
 
+def dashboard(systemd: PrivateSystemd, user: DatabaseUser) -> None:
+    """mysqlq-web.service with the DSN and its token as credentials: it serves /metrics behind the
+    token, and its environment holds neither secret."""
+    token = secrets.token_hex(24)
+    port = free_port()
+    systemd.run("sh", "-c", f"umask 077 && cat > {TOKEN}", input=token + "\n")
+    systemd.write("/etc/mysqlq/web.env", f"MYSQLQ_WEB_BIND=127.0.0.1:{port}\n")
+    systemd.systemctl("start", "mysqlq-web.service")
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def answers() -> bool:
+        try:
+            return get(url)[0] == 401
+        except OSError:
+            return False
+
+    wait_for(answers, "mysqlq-web.service to listen and ask for the token", 30)
+    assert get(url, {"Authorization": f"Bearer {token}"})[0] == 200
+    pid = systemd.main_pid("mysqlq-web.service")
+    assert pid > 1
+    environ = systemd.run("cat", f"/proc/{pid}/environ").stdout
+    assert token not in environ and user.password not in environ
+    systemd.systemctl("stop", "mysqlq-web.service")
+
+
 def test_workers_read_the_dsn_from_a_credential_and_nowhere_holds_the_password(
         qdb: QueueDB, mariadb: MariaDBServer, user: DatabaseUser, systemd: PrivateSystemd) -> None:
     assert mariadb.tcp_dsn
     dsn = user.dsn(with_database(mariadb.tcp_dsn, qdb.name))
-    installed = systemd.run(MYSQLQ, "install-systemd", "--name", "worker")
+    installed = systemd.run(MYSQLQ, "install-systemd", "--name", "worker", "--web")
     assert f"next: write the DSN into {PLAIN}" in installed.stdout
     assert systemd.run("stat", "-c", "%a %U", "/etc/credstore").stdout.split() == ["700", "root"]
     # The env file keeps the settings that are not secret; the DSN goes in the credential.
@@ -72,6 +102,7 @@ def test_workers_read_the_dsn_from_a_credential_and_nowhere_holds_the_password(
     migrated = systemd.run(MYSQLQ, "--env-file", ENV, "--dsn-file", PLAIN, "migrate")
     assert migrated.stdout.startswith("schema is up to date") and user.password not in migrated.stdout
     drain(systemd, qdb, user)
+    dashboard(systemd, user)
 
     # Only the password as a credential, unencoded, and the rest of the DSN in the env file.
     systemd.run("rm", PLAIN)
