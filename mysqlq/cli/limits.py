@@ -27,8 +27,10 @@ def _scope(handler: str | None, queue: str | None) -> tuple[str, str]:
 
 
 def _target(func: Any) -> Any:
-    func = click.option("--handler", metavar="NAME", default=None, help="A handler's limit (per rate key).")(func)
-    return click.option("--queue", metavar="NAME", default=None, help="A whole queue's limit.")(func)
+    func = click.option("--handler", metavar="NAME", default=None, envvar="MYSQLQ_LIMITS_HANDLER", show_envvar=True,
+                        help="A handler's limit (per rate key).")(func)
+    return click.option("--queue", metavar="NAME", default=None, envvar="MYSQLQ_LIMITS_QUEUE", show_envvar=True,
+                        help="A whole queue's limit.")(func)
 
 
 @main.group(invoke_without_command=True)
