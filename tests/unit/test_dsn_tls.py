@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
+import subprocess
+import sys
+import tempfile
 
 import pytest
 
@@ -57,12 +61,38 @@ def test_bad_tls_settings_are_one_clear_line(pem: dict[str, str], query: str, me
     assert "\n" not in text and "hunter2" not in text
 
 
-def test_an_unreadable_key_is_named_without_its_content(pem: dict[str, str]) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root reads every file")  # a permission test means nothing as root
-    os.chmod(pem["key"], 0)
-    with pytest.raises(ConfigError, match=r"ssl_key file .* cannot be read: Permission denied"):
-        Dsn(ssl_mode="REQUIRED", ssl_cert=pem["cert"], ssl_key=pem["key"])
+UNREADABLE = """
+import sys
+from mysqlq import Dsn
+from mysqlq.core.errors import ConfigError
+try:
+    Dsn(ssl_mode="REQUIRED", ssl_cert=sys.argv[1], ssl_key=sys.argv[2])
+except ConfigError as exc:
+    print(exc)
+"""
+
+
+def test_an_unreadable_key_is_named_without_its_content(pem: dict[str, str], tmp_path: pathlib.Path) -> None:
+    if os.geteuid() != 0:
+        os.chmod(pem["key"], 0)
+        with pytest.raises(ConfigError, match=r"ssl_key file .* cannot be read: Permission denied"):
+            Dsn(ssl_mode="REQUIRED", ssl_cert=pem["cert"], ssl_key=pem["key"])
+        return
+    # Root reads every file: the check runs as nobody, on copies it may reach but for the key.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    cert, key = shared / "client.crt", shared / "client.key"
+    cert.write_bytes(pathlib.Path(pem["cert"]).read_bytes())
+    key.write_bytes(pathlib.Path(pem["key"]).read_bytes())
+    for path, mode in ((tmp_path, 0o755), (shared, 0o755), (cert, 0o644), (key, 0)):
+        os.chmod(path, mode)
+    for parent in tmp_path.parents:  # pytest's own temp folders are root's alone
+        if parent.stat().st_mode & 0o001 == 0 and str(parent).startswith(tempfile.gettempdir()):
+            os.chmod(parent, parent.stat().st_mode | 0o011)
+    result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                             "-c", UNREADABLE, str(cert), str(key)], capture_output=True, text=True, timeout=60)
+    assert re.search(r"ssl_key file .* cannot be read: Permission denied", result.stdout), result
+    assert "PRIVATE KEY" not in result.stdout + result.stderr
 
 
 def test_redacted_says_how_but_never_the_password(pem: dict[str, str]) -> None:
