@@ -110,6 +110,23 @@ class Figure:
         return " ".join(parts)
 
 
+def write_json(path: str, figures: Sequence[Figure], context: dict[str, Any]) -> None:
+    """The figures as JSON, for programs: each with its labels, and per metric the median, min, max
+    and every run's value (null where not measured); ``context`` says where and how they were measured."""
+
+    def number(value: float) -> float | None:
+        return None if value != value else value  # NaN is no JSON
+
+    found = []
+    for fig in figures:
+        metrics = {name: {"median": number(median(values)), "min": number(min(values)), "max": number(max(values)),
+                          "runs": [number(v) for v in values]}
+                   for name, values in fig.values.items() if values}
+        found.append({"workload": fig.workload, "labels": fig.labels, "metrics": metrics})
+    text = json.dumps({**context, "figures": found}, indent=1, ensure_ascii=False)
+    pathlib.Path(path).write_text(text + "\n")
+
+
 def emit(figure: Figure) -> Figure:
     print(figure.line(), flush=True)
     return figure
@@ -156,7 +173,9 @@ def dsn_url(dsn: mysqlq.Dsn) -> str:
 class Bench:
     """The server under test, a scratch directory, and helpers every workload uses."""
 
-    def __init__(self, quick: bool, runs: int) -> None:
+    def __init__(self, quick: bool, runs: int, options: Sequence[str] = ()) -> None:
+        """``options``: further options for the private server (none for the workloads: they measure
+        a server with its default settings)."""
         self.quick = quick
         self.runs = runs
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="mysqlq-bench-"))
@@ -170,14 +189,14 @@ class Bench:
         elif os.environ.get("MYSQLQ_BENCH_SERVER") == "mysql":
             from mysqlq_harness.mysql import PrivateMySQL
 
-            self.server = PrivateMySQL(self.tmp / "mysql", die_with_parent=True)
+            self.server = PrivateMySQL(self.tmp / "mysql", die_with_parent=True, options=options)
             self.server.start()
             self.base = mysqlq.Dsn.parse(self.server.dsn)
             self.where = "a private MySQL mysqld (mysqlq_harness.mysql, default server settings)"
         else:
             from mysqlq_harness.mariadb import PrivateMariaDB
 
-            self.server = PrivateMariaDB(self.tmp / "mariadb", die_with_parent=True)
+            self.server = PrivateMariaDB(self.tmp / "mariadb", die_with_parent=True, options=options)
             self.server.start()
             self.base = mysqlq.Dsn.parse(self.server.dsn)
             self.where = "a private mariadbd (mysqlq_harness.mariadb, default server settings)"

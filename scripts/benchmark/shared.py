@@ -197,6 +197,27 @@ def server_cpu(bench: Bench) -> float | None:
     return proc_cpu_ticks(pid) / CLK_TCK if pid else None
 
 
+class ServerCpu:
+    """The server's CPU seconds summed over timed stretches (``with meter: …``), e.g. one side of
+    alternating blocks; NaN when the server is not ours to read. ``/proc`` counts in ticks of 10 ms:
+    sum stretches that add up to a second or more."""
+
+    def __init__(self, bench: Bench) -> None:
+        self.bench = bench
+        self.seconds = 0.0
+        self._before: float | None = None
+
+    def __enter__(self) -> ServerCpu:
+        self._before = server_cpu(self.bench)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds += cpu_since(server_cpu(self.bench), self._before)
+
+    def us_per(self, jobs: int) -> float:
+        return self.seconds * 1e6 / jobs
+
+
 def rss_kib(pid: int) -> int:
     """Resident set size of a process, from /proc/PID/status (0 once it is gone)."""
     try:

@@ -1,6 +1,8 @@
 """W1, drain: N jobs enqueued in bulk, then K workers started (K=2 and 4), until every job is done; the
 bare-SQL loop and its ceiling (mysqlq's own statements in it) beside each; K=2 with ``--log-level
-warning`` and with ``--concurrency 1``.
+warning`` and with ``--concurrency 1``. Every figure has the server's CPU per job (``server_us_job``,
+from ``/proc``: the private server's own, whatever else the machine runs), mysqlq's also its
+ceiling's (``ceiling_server_us_job``) and the bare loop's (``bare_server_us_job``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from benchmark.shared import BATCH, Sizes, drain_bare, drain_mysqlq
 def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
     n = sizes.w1_jobs
     mq = {k: Figure("W1", {"k": str(k), "batch": BATCH, "n": str(n)}, spread=("jobs_s",)) for k in (2, 4)}
-    bare = {k: Figure("W1", {"k": str(k), "batch": BATCH, "n": str(n), "loop": "bare"}, spread=("jobs_s",))
+    bare = {k: Figure("W1", {"k": str(k), "batch": BATCH, "n": str(n), "loop": "bare"},
+                      spread=("jobs_s", "server_us_job"))
             for k in (2, 4)}
     quiet = Figure("W1", {"k": "2", "batch": BATCH, "n": str(n), "log_level": "warning"}, spread=("jobs_s",))
     # One slot is the loop as it was before workers had slots: the default must not be slower.
@@ -27,25 +30,25 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
                 note(f"W1 run {run + 1}: K=2 mysqlq --concurrency 1")
                 o = drain_mysqlq(bench, f"w1_one_r{run}", 2, n, options=["--concurrency", "1"])
                 one.add(jobs_s=o.jobs_s, steady_jobs_s=o.steady_jobs_s, startup_s=o.startup,
-                        cpu_us_job=o.cpu_us_job)
+                        cpu_us_job=o.cpu_us_job, server_us_job=o.server_us_job)
             b = drain_bare(bench, f"w1b_k{k}_r{run}", k, n)
             c = drain_bare(bench, f"w1c_k{k}_r{run}", k, n, ceiling=True)
             mq[k].add(jobs_s=d.jobs_s, steady_jobs_s=d.steady_jobs_s, startup_s=d.startup, cpu_us_job=d.cpu_us_job,
                       server_us_job=d.server_us_job, ceiling_ratio_bare=c.jobs_s / b.jobs_s,
                       ceiling_ratio_bare_steady=c.steady_jobs_s / b.steady_jobs_s,
-                      ceiling_server_us_job=c.server_us_job)
+                      ceiling_server_us_job=c.server_us_job, bare_server_us_job=b.server_us_job)
             bare[k].add(jobs_s=b.jobs_s, steady_jobs_s=b.steady_jobs_s, cpu_us_job=b.cpu_us_job,
                         server_us_job=b.server_us_job)
             ratios[k].append((d.jobs_s / b.jobs_s, d.steady_jobs_s / b.steady_jobs_s))
         note(f"W1 run {run + 1}: K=2 mysqlq --log-level warning")
         q = drain_mysqlq(bench, f"w1_quiet_r{run}", 2, n, global_options=["--log-level", "warning"])
-        quiet.add(jobs_s=q.jobs_s, steady_jobs_s=q.steady_jobs_s, startup_s=q.startup)
+        quiet.add(jobs_s=q.jobs_s, steady_jobs_s=q.steady_jobs_s, startup_s=q.startup, server_us_job=q.server_us_job)
         quiet_ratio.append(q.jobs_s / bare[2].values["jobs_s"][-1])
     for k in (2, 4):
         mq[k].add_list("bare_jobs_s", bare[k].values["jobs_s"])
         mq[k].add_list("ratio_bare", [r[0] for r in ratios[k]])
         mq[k].add_list("ratio_bare_steady", [r[1] for r in ratios[k]])
-        mq[k].spread = ("jobs_s", "ratio_bare")
+        mq[k].spread = ("jobs_s", "ratio_bare", "server_us_job")
     quiet.add_list("ratio_bare", quiet_ratio)
     quiet.add_list("ratio_default_logging", [a / b for a, b in zip(quiet.values["jobs_s"], mq[2].values["jobs_s"],
                                                                     strict=True)])

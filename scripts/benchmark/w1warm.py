@@ -1,5 +1,6 @@
 """W1warm, drain as a daemon lives: K workers started and idle, then a backlog in one commit; the
-bare loop run the same way.
+bare loop run the same way. The server's CPU per job from the commit to the last job done, for each
+side (``server_us_job``, ``bare_server_us_job``, ``ceiling_server_us_job``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from benchmark.common import (
     status_counts,
     wait_drained,
 )
-from benchmark.shared import BATCH, Sizes, ceiling_statements
+from benchmark.shared import BATCH, Sizes, ceiling_statements, cpu_since, server_cpu
 
 WARM_IDLE = 1.0  # seconds the started workers sit idle before the backlog appears
 
@@ -36,19 +37,23 @@ def w1_warm(bench: Bench, sizes: Sizes) -> list[Figure]:
     n = sizes.w1_warm_jobs
     figures = []
     for k in (2, 4):
-        mq = Figure("W1warm", {"k": str(k), "batch": BATCH, "n": str(n)}, spread=("jobs_s", "ratio_bare"))
+        mq = Figure("W1warm", {"k": str(k), "batch": BATCH, "n": str(n)},
+                    spread=("jobs_s", "ratio_bare", "server_us_job"))
         for run in range(bench.runs):
             note(f"W1warm run {run + 1}: K={k} idle mysqlq workers, then {n} jobs in one commit; then bare")
-            jobs_s = warm_mysqlq(bench, f"w1w_k{k}_r{run}", k, n)
-            bare_s = warm_bare(bench, f"w1wb_k{k}_r{run}", k, n)
-            ceiling_s = warm_bare(bench, f"w1wc_k{k}_r{run}", k, n, ceiling=True)
-            mq.add(jobs_s=jobs_s, bare_jobs_s=bare_s, ratio_bare=jobs_s / bare_s, ceiling_ratio_bare=ceiling_s / bare_s)
+            jobs_s, server_s = warm_mysqlq(bench, f"w1w_k{k}_r{run}", k, n)
+            bare_s, bare_server_s = warm_bare(bench, f"w1wb_k{k}_r{run}", k, n)
+            ceiling_s, ceiling_server_s = warm_bare(bench, f"w1wc_k{k}_r{run}", k, n, ceiling=True)
+            mq.add(jobs_s=jobs_s, bare_jobs_s=bare_s, ratio_bare=jobs_s / bare_s, ceiling_ratio_bare=ceiling_s / bare_s,
+                   server_us_job=server_s * 1e6 / n, bare_server_us_job=bare_server_s * 1e6 / n,
+                   ceiling_server_us_job=ceiling_server_s * 1e6 / n)
         figures.append(emit(mq))
     return figures
 
 
-def warm_mysqlq(bench: Bench, name: str, k: int, n: int) -> float:
-    """Jobs per second from the backlog's commit to the last job's outcome (its finished_at)."""
+def warm_mysqlq(bench: Bench, name: str, k: int, n: int) -> tuple[float, float]:
+    """Jobs per second from the backlog's commit to the last job's outcome (its finished_at), and the
+    server's CPU seconds from the commit until every job was seen done."""
     dsn = bench.fresh(name)
     conn = bench.connect(dsn)
     cur = conn.cursor()
@@ -60,9 +65,10 @@ def warm_mysqlq(bench: Bench, name: str, k: int, n: int) -> float:
         cur.execute("BEGIN")
         fill_jobs(cur, n)
         cur.execute("COMMIT")
-        committed = time.time()
+        committed, server = time.time(), server_cpu(bench)
         mysqlq.notify(bench.settings(dsn), ["default"])  # what a producer sends after its commit
         wait_drained(cur, workers, timeout=max(120.0, n / 50))
+        server_s = cpu_since(server_cpu(bench), server)
     finally:
         workers.stop()
     cur.execute("SELECT SUM(status = 'done'), UNIX_TIMESTAMP(MAX(finished_at)) FROM mysqlq_jobs")
@@ -72,12 +78,13 @@ def warm_mysqlq(bench: Bench, name: str, k: int, n: int) -> float:
         raise RuntimeError(f"{name}: expected {n} done jobs, found {status_counts(cur)}")
     bench.drop(dsn.database)
     workers.log.unlink(missing_ok=True)
-    return n / (float(last) - committed)
+    return n / (float(last) - committed), server_s
 
 
-def warm_bare(bench: Bench, name: str, k: int, n: int, ceiling: bool = False) -> float:
+def warm_bare(bench: Bench, name: str, k: int, n: int, ceiling: bool = False) -> tuple[float, float]:
     """The bare loop run the same way: K drainers waiting, then the backlog in one commit (with
-    ``ceiling``: mysqlq's own statements on mysqlq_jobs, see drain_bare)."""
+    ``ceiling``: mysqlq's own statements on mysqlq_jobs, see drain_bare); jobs per second and the
+    server's CPU seconds from the commit until the drainers have left."""
     dsn = bench.fresh(name, migrate=ceiling)
     conn = bench.connect(dsn)
     cur = conn.cursor()
@@ -96,8 +103,9 @@ def warm_bare(bench: Bench, name: str, k: int, n: int, ceiling: bool = False) ->
     else:
         bench_bare.fill(cur, payloads)
     cur.execute("COMMIT")
-    committed = time.time()
+    committed, server = time.time(), server_cpu(bench)
     outputs = [proc.communicate(timeout=max(120.0, n / 50))[0] for proc in procs]
+    server_s = cpu_since(server_cpu(bench), server)
     if any(proc.returncode for proc in procs):
         raise RuntimeError(f"{name}: a bare drainer failed")
     results = [json.loads(out) for out in outputs]
@@ -105,4 +113,4 @@ def warm_bare(bench: Bench, name: str, k: int, n: int, ceiling: bool = False) ->
         raise RuntimeError(f"{name}: the bare drainers did {sum(r['jobs'] for r in results)} of {n} jobs")
     conn.close()
     bench.drop(dsn.database)
-    return n / (max(r["last"] for r in results if r["last"]) - committed)
+    return n / (max(r["last"] for r in results if r["last"]) - committed), server_s

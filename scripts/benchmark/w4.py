@@ -1,5 +1,6 @@
 """W4, enqueue: single enqueues and ``enqueue_many`` against bare INSERTs (and their ceilings), threads
-sharing one Producer, ``aenqueue`` calls in flight and the event loop's lag.
+sharing one Producer, ``aenqueue`` calls in flight and the event loop's lag; for each, the server's CPU
+per job of every side (``server_us_job``, ``bare_server_us_job``, ``ceiling_server_us_job``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import mysqlq
 from benchmark import bare as bench_bare
 from benchmark.common import Bench, Figure, emit, note, payload, payload_bytes, percentile, timer
-from benchmark.shared import Sizes
+from benchmark.shared import ServerCpu, Sizes
 from mysqlq.producer.enqueue import BULK_CHUNK
 from mysqlq.store.sql import query
 
@@ -23,8 +24,8 @@ W4_BLOCKS = 10
 W4_BULK_PAIRS = 4
 
 
-def _timed_fill(cur: Any, payloads: list[bytes]) -> float:
-    with timer() as t:
+def _timed_fill(cur: Any, payloads: list[bytes], server: ServerCpu) -> float:
+    with server, timer() as t:
         bench_bare.fill(cur, payloads)
     return t[0]
 
@@ -47,16 +48,17 @@ def _rendered_bulk(producer: mysqlq.Producer, jobs: list[mysqlq.Job]) -> list[by
                 for start in range(0, len(rows), BULK_CHUNK)]
 
 
-def _timed_statements(cur: Any, statements: list[bytes]) -> float:
-    with timer() as t:
+def _timed_statements(cur: Any, statements: list[bytes], server: ServerCpu) -> float:
+    with server, timer() as t:
         for statement in statements:
             cur.execute(statement)
     return t[0]
 
 
 def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
-    single = Figure("W4", {"mode": "single", "n": str(sizes.w4_singles)}, spread=("jobs_s", "ratio_bare"))
-    bulk = Figure("W4", {"mode": "bulk", "n": str(sizes.w4_bulk)}, spread=("jobs_s", "ratio_bare"))
+    single = Figure("W4", {"mode": "single", "n": str(sizes.w4_singles)},
+                    spread=("jobs_s", "ratio_bare", "server_us_job"))
+    bulk = Figure("W4", {"mode": "bulk", "n": str(sizes.w4_bulk)}, spread=("jobs_s", "ratio_bare", "server_us_job"))
     threads = Figure("W4", {"mode": "threads", "threads": str(W4_THREADS), "n": str(sizes.w4_singles)},
                      spread=("jobs_s", "ratio_bare"))
     loop = Figure("W4", {"mode": "async", "in_flight": str(W4_IN_FLIGHT)}, spread=("jobs_s", "lag_p99_ms"))
@@ -74,35 +76,44 @@ def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
             bench_bare.insert_loop(cur, bare_payloads[:1])
             rendered = _rendered_inserts(producer, sizes.w4_singles)
             mysqlq_s = bare_s = rendered_s = 0.0
+            server, bare_server, rendered_server = ServerCpu(bench), ServerCpu(bench), ServerCpu(bench)
             step = -(-sizes.w4_singles // W4_BLOCKS)
             for block, start in enumerate(range(0, sizes.w4_singles, step)):
                 numbers = range(start, min(start + step, sizes.w4_singles))
                 if block % 2:  # every other block the bare loop goes first
-                    bare_s += bench_bare.insert_loop(cur, bare_payloads[numbers.start : numbers.stop])
-                with timer() as t:
+                    with bare_server:
+                        bare_s += bench_bare.insert_loop(cur, bare_payloads[numbers.start : numbers.stop])
+                with server, timer() as t:
                     for i in numbers:
                         producer.enqueue("bench.noop", payload(i))
                 mysqlq_s += t[0]
-                rendered_s += _timed_statements(cur, rendered[numbers.start : numbers.stop])
+                rendered_s += _timed_statements(cur, rendered[numbers.start : numbers.stop], rendered_server)
                 if not block % 2:
-                    bare_s += bench_bare.insert_loop(cur, bare_payloads[numbers.start : numbers.stop])
+                    with bare_server:
+                        bare_s += bench_bare.insert_loop(cur, bare_payloads[numbers.start : numbers.stop])
+            single.add(jobs_s=sizes.w4_singles / mysqlq_s, bare_jobs_s=sizes.w4_singles / bare_s,
+                       ratio_bare=bare_s / mysqlq_s, ceiling_ratio_bare=bare_s / rendered_s,
+                       server_us_job=server.us_per(sizes.w4_singles),
+                       bare_server_us_job=bare_server.us_per(sizes.w4_singles),
+                       ceiling_server_us_job=rendered_server.us_per(sizes.w4_singles))
             jobs = [mysqlq.Job("bench.noop", payload(i)) for i in range(sizes.w4_bulk)]
             rendered_bulk = _rendered_bulk(producer, jobs)
             bulk_s = bare_bulk_s = rendered_bulk_s = 0.0
+            server, bare_server, rendered_server = ServerCpu(bench), ServerCpu(bench), ServerCpu(bench)
             for pair in range(W4_BULK_PAIRS):
                 if pair % 2:  # every other pair the bare INSERTs go first
-                    bare_bulk_s += _timed_fill(cur, bulk_payloads)
-                with timer() as tb:
+                    bare_bulk_s += _timed_fill(cur, bulk_payloads, bare_server)
+                with server, timer() as tb:
                     producer.enqueue_many(jobs)
                 bulk_s += tb[0]
-                rendered_bulk_s += _timed_statements(cur, [b"BEGIN", *rendered_bulk, b"COMMIT"])
+                rendered_bulk_s += _timed_statements(cur, [b"BEGIN", *rendered_bulk, b"COMMIT"], rendered_server)
                 if not pair % 2:
-                    bare_bulk_s += _timed_fill(cur, bulk_payloads)
-        single.add(jobs_s=sizes.w4_singles / mysqlq_s, bare_jobs_s=sizes.w4_singles / bare_s,
-                   ratio_bare=bare_s / mysqlq_s, ceiling_ratio_bare=bare_s / rendered_s)
-        bulk.add(jobs_s=W4_BULK_PAIRS * sizes.w4_bulk / bulk_s,
-                 bare_multirow_jobs_s=W4_BULK_PAIRS * sizes.w4_bulk / bare_bulk_s, ratio_bare=bare_bulk_s / bulk_s,
-                 ceiling_ratio_bare=bare_bulk_s / rendered_bulk_s)
+                    bare_bulk_s += _timed_fill(cur, bulk_payloads, bare_server)
+        bulk_jobs = W4_BULK_PAIRS * sizes.w4_bulk
+        bulk.add(jobs_s=bulk_jobs / bulk_s, bare_multirow_jobs_s=bulk_jobs / bare_bulk_s,
+                 ratio_bare=bare_bulk_s / bulk_s, ceiling_ratio_bare=bare_bulk_s / rendered_bulk_s,
+                 server_us_job=server.us_per(bulk_jobs), bare_server_us_job=bare_server.us_per(bulk_jobs),
+                 ceiling_server_us_job=rendered_server.us_per(bulk_jobs))
         threads.add(**w4_threads(bench, dsn, sizes.w4_singles))
         loop.add(**w4_async(bench, dsn))
         conn.close()
@@ -126,15 +137,18 @@ def w4_threads(bench: Bench, dsn: mysqlq.Dsn, n: int) -> dict[str, float]:
         finally:
             conn.close()
 
+    server, bare_server = ServerCpu(bench), ServerCpu(bench)
     with mysqlq.Producer(bench.settings(dsn), pool_size=W4_THREADS) as producer, \
             ThreadPoolExecutor(W4_THREADS) as pool:
         list(pool.map(lambda i: producer.enqueue("bench.noop", payload(i)), range(W4_THREADS)))  # connect all
-        with timer() as t:
+        with server, timer() as t:
             list(pool.map(lambda t: [producer.enqueue("bench.noop", payload(i)) for i in range(per)],
                           range(W4_THREADS)))
-        with timer() as tb:
+        with bare_server, timer() as tb:  # (each thread's connecting counted too)
             list(pool.map(bare, range(W4_THREADS)))
-    return {"jobs_s": W4_THREADS * per / t[0], "bare_jobs_s": W4_THREADS * per / tb[0], "ratio_bare": tb[0] / t[0]}
+    jobs = W4_THREADS * per
+    return {"jobs_s": jobs / t[0], "bare_jobs_s": jobs / tb[0], "ratio_bare": tb[0] / t[0],
+            "server_us_job": server.us_per(jobs), "bare_server_us_job": bare_server.us_per(jobs)}
 
 
 async def _lag_while(work: Any) -> tuple[float, list[float]]:
@@ -162,12 +176,14 @@ def w4_async(bench: Bench, dsn: mysqlq.Dsn) -> dict[str, float]:
     rows through an async driver (aiomysql, as many connections) for comparison, when it is installed."""
 
     async def main() -> dict[str, float]:
+        server = ServerCpu(bench)
         with mysqlq.Producer(bench.settings(dsn)) as producer:
             await producer.aenqueue("bench.noop", payload(0))
-            elapsed, lags = await _lag_while(asyncio.gather(
-                *(producer.aenqueue("bench.noop", payload(i)) for i in range(W4_IN_FLIGHT))))
+            with server:
+                elapsed, lags = await _lag_while(asyncio.gather(
+                    *(producer.aenqueue("bench.noop", payload(i)) for i in range(W4_IN_FLIGHT))))
         found = {"jobs_s": W4_IN_FLIGHT / elapsed, "lag_p50_ms": percentile(lags, 50) * 1e3,
-                 "lag_p99_ms": percentile(lags, 99) * 1e3}
+                 "lag_p99_ms": percentile(lags, 99) * 1e3, "server_us_job": server.us_per(W4_IN_FLIGHT)}
         try:
             import aiomysql  # type: ignore[import-untyped]
         except ImportError:
@@ -187,12 +203,15 @@ def w4_async(bench: Bench, dsn: mysqlq.Dsn) -> dict[str, float]:
             async with pool.acquire() as conn, conn.cursor() as cur:
                 await cur.execute(statement, values)
 
+        driver_server = ServerCpu(bench)
         try:
-            elapsed, lags = await _lag_while(asyncio.gather(*(one(i) for i in range(W4_IN_FLIGHT))))
+            with driver_server:
+                elapsed, lags = await _lag_while(asyncio.gather(*(one(i) for i in range(W4_IN_FLIGHT))))
         finally:
             pool.close()
             await pool.wait_closed()
-        found.update(async_driver_jobs_s=W4_IN_FLIGHT / elapsed, async_driver_lag_p99_ms=percentile(lags, 99) * 1e3)
+        found.update(async_driver_jobs_s=W4_IN_FLIGHT / elapsed, async_driver_lag_p99_ms=percentile(lags, 99) * 1e3,
+                     async_driver_server_us_job=driver_server.us_per(W4_IN_FLIGHT))
         return found
 
     return asyncio.run(main())
