@@ -32,17 +32,17 @@ class DatabaseUser:
 
 
 @contextlib.contextmanager
-def database_user(qdb: QueueDB, *grants: str, prefix: str = "mq", password: str | None = None
-                  ) -> Iterator[DatabaseUser]:
+def database_user(qdb: QueueDB, *grants: str, prefix: str = "mq", password: str | None = None,
+                  database: str | None = None) -> Iterator[DatabaseUser]:
     """A new account with ``grants`` (``GRANT`` statements with ``{user}`` where the account goes, e.g.
-    ``"GRANT SELECT ON {db}.mysqlq_jobs TO {user}"``; ``{db}`` is the test's database)."""
+    ``"GRANT SELECT ON {db}.mysqlq_jobs TO {user}"``; ``{db}`` is ``database``, by default the test's)."""
     user = DatabaseUser(f"{prefix}_{secrets.token_hex(4)}", password or secrets.token_urlsafe(12))
     accounts = [f"'{user.name}'@'{host}'" for host in HOSTS]
     try:
         for account in accounts:
             qdb.query(f"CREATE USER {account} IDENTIFIED BY %s", (user.password,))
             for grant in grants:
-                qdb.query(grant.format(user=account, db=f"`{qdb.name}`"))
+                qdb.query(grant.format(user=account, db=f"`{database or qdb.name}`"))
         yield user
     finally:
         qdb.query(f"DROP USER IF EXISTS {', '.join(accounts)}")
