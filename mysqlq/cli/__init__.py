@@ -11,8 +11,7 @@ import click
 import MySQLdb
 from click.core import ParameterSource
 
-from mysqlq.core import secrets
-from mysqlq.core.config import DEFAULT_DSN, Dsn, Settings
+from mysqlq.core.config import DEFAULT_DSN, Dsn, Settings, resolve_dsn
 from mysqlq.core.envfile import EnvFiles
 from mysqlq.core.errors import MysqlqError
 from mysqlq.core.logs import FORMATS, configure, fatal
@@ -172,7 +171,7 @@ def database(ctx: click.Context) -> Dsn:
     """The DSN of this invocation: --dsn, --dsn-file or the credential mysqlq.dsn, with the password
     from --password-file or the credential mysqlq.password when given (mysqlq.core.secrets)."""
     names = ("dsn", "dsn_file", "password_file")
-    return secrets.resolve_dsn(*(global_value(ctx, name, given=True) for name in names),
+    return resolve_dsn(*(global_value(ctx, name, given=True) for name in names),
                                typed={name for name in names if global_typed(ctx, name)})
 
 

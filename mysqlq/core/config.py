@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from mysqlq.core import optionfile
+from mysqlq.core import optionfile, secrets
 from mysqlq.core.addresses import parse_bind
 from mysqlq.core.errors import ConfigError, MysqlqError
 
@@ -255,11 +256,59 @@ def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+# ---------------------------------------------------------------- where the DSN comes from
+
+
+def _parse_dsn(text: str, source: secrets.Source) -> Dsn:
+    try:
+        return Dsn.parse(text)
+    except ConfigError as exc:
+        if source.path is None:
+            raise
+        raise ConfigError(f"{source.named}: {exc}") from None
+
+
+def resolve_dsn(dsn: str | None = None, dsn_file: str | None = None, password_file: str | None = None, *,
+                typed: Collection[str] = (), environ: Mapping[str, str] | None = None,
+                default: str = DEFAULT_DSN) -> Dsn:
+    """The DSN from ``--dsn``/MYSQLQ_DSN, ``--dsn-file``/MYSQLQ_DSN_FILE or the credential mysqlq.dsn
+    (``default`` when none is given), with the password from ``--password-file``/MYSQLQ_PASSWORD_FILE
+    or the credential mysqlq.password when one is given. ``typed`` names those of ``dsn``,
+    ``dsn_file`` and ``password_file`` that were typed on the command line (labels use the option's
+    name then, the variable's otherwise)."""
+    found = secrets.choose("the DSN", [
+        secrets.given(dsn, "dsn" in typed, "--dsn", "MYSQLQ_DSN"),
+        secrets.given(dsn_file, "dsn_file" in typed, "--dsn-file", "MYSQLQ_DSN_FILE", file=True),
+        secrets.credential(secrets.DSN_CREDENTIAL, environ),
+    ], _parse_dsn)
+    chosen, where = found if found else (Dsn.parse(default), secrets.Source("the default DSN"))
+    password = secrets.choose("the database password", [
+        secrets.given(password_file, "password_file" in typed, "--password-file", "MYSQLQ_PASSWORD_FILE",
+                      file=True),
+        secrets.credential(secrets.PASSWORD_CREDENTIAL, environ),
+    ], lambda text, source: text)
+    if password is None:
+        return chosen
+    secret, source = password
+    if chosen.password and chosen.password != secret:
+        raise ConfigError(f"the DSN from {where.named} has a password, and {source.named} gives another: "
+                          "keep one of them")
+    return dataclasses.replace(chosen, password=secret)
+
+
+def dsn_from_environment(environ: Mapping[str, str] | None = None) -> Dsn:
+    """The DSN as the ``mysqlq`` command finds it without options: MYSQLQ_DSN, MYSQLQ_DSN_FILE,
+    MYSQLQ_PASSWORD_FILE and systemd's credentials (see :func:`resolve_dsn`)."""
+    env = os.environ if environ is None else environ
+    return resolve_dsn(env.get("MYSQLQ_DSN"), env.get("MYSQLQ_DSN_FILE"), env.get("MYSQLQ_PASSWORD_FILE"),
+                       environ=env)  # an empty variable counts as unset, as for the command
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a worker or producer needs; the CLI builds one from options and MYSQLQ_* variables."""
 
-    dsn: Dsn = field(default_factory=lambda: Dsn.parse(os.environ.get("MYSQLQ_DSN", DEFAULT_DSN)))
+    dsn: Dsn = field(default_factory=lambda: dsn_from_environment())
     queues: tuple[str, ...] = ("default",)
     worker_name: str = field(default_factory=default_worker_name)
     batch_size: int = 100

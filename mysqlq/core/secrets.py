@@ -28,14 +28,12 @@ credential) and the file's path, never what the file holds.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from mysqlq.core.config import DEFAULT_DSN, Dsn
 from mysqlq.core.errors import ConfigError
 
 CREDENTIALS_DIRECTORY = "CREDENTIALS_DIRECTORY"  # set by systemd for a unit with credentials
@@ -134,7 +132,7 @@ def choose(what: str, sources: Iterable[Source | None],
     return value, first
 
 
-def _given(value: str | None, typed: bool, option: str, variable: str, file: bool = False) -> Source | None:
+def given(value: str | None, typed: bool, option: str, variable: str, file: bool = False) -> Source | None:
     """A Source for an option's value, labelled by the option when typed, else by its variable; None
     when not given. An empty value typed on the command line is given (and refused where it is read)."""
     if value is None or (not value and not typed):
@@ -147,56 +145,12 @@ def _given(value: str | None, typed: bool, option: str, variable: str, file: boo
     return Source(label, path=Path(value), typed=typed)
 
 
-def _parse_dsn(text: str, source: Source) -> Dsn:
-    try:
-        return Dsn.parse(text)
-    except ConfigError as exc:
-        if source.path is None:
-            raise
-        raise ConfigError(f"{source.named}: {exc}") from None
-
-
-def resolve_dsn(dsn: str | None = None, dsn_file: str | None = None, password_file: str | None = None, *,
-                typed: Collection[str] = (), environ: Mapping[str, str] | None = None,
-                default: str = DEFAULT_DSN) -> Dsn:
-    """The DSN from ``--dsn``/MYSQLQ_DSN, ``--dsn-file``/MYSQLQ_DSN_FILE or the credential mysqlq.dsn
-    (``default`` when none is given), with the password from ``--password-file``/MYSQLQ_PASSWORD_FILE
-    or the credential mysqlq.password when one is given. ``typed`` names those of ``dsn``,
-    ``dsn_file`` and ``password_file`` that were typed on the command line (labels use the option's
-    name then, the variable's otherwise)."""
-    found = choose("the DSN", [
-        _given(dsn, "dsn" in typed, "--dsn", "MYSQLQ_DSN"),
-        _given(dsn_file, "dsn_file" in typed, "--dsn-file", "MYSQLQ_DSN_FILE", file=True),
-        credential(DSN_CREDENTIAL, environ),
-    ], _parse_dsn)
-    chosen, where = found if found else (Dsn.parse(default), Source("the default DSN"))
-    password = choose("the database password", [
-        _given(password_file, "password_file" in typed, "--password-file", "MYSQLQ_PASSWORD_FILE", file=True),
-        credential(PASSWORD_CREDENTIAL, environ),
-    ], lambda text, source: text)
-    if password is None:
-        return chosen
-    secret, source = password
-    if chosen.password and chosen.password != secret:
-        raise ConfigError(f"the DSN from {where.named} has a password, and {source.named} gives another: "
-                          "keep one of them")
-    return dataclasses.replace(chosen, password=secret)
-
-
-def dsn_from_environment(environ: Mapping[str, str] | None = None) -> Dsn:
-    """The DSN as the ``mysqlq`` command finds it without options: MYSQLQ_DSN, MYSQLQ_DSN_FILE,
-    MYSQLQ_PASSWORD_FILE and systemd's credentials (see :func:`resolve_dsn`)."""
-    env = os.environ if environ is None else environ
-    return resolve_dsn(env.get("MYSQLQ_DSN"), env.get("MYSQLQ_DSN_FILE"), env.get("MYSQLQ_PASSWORD_FILE"),
-                       environ=env)  # an empty variable counts as unset, as for the command
-
-
 def resolve_token(token: str | None = None, token_file: str | None = None, *, typed: Collection[str] = (),
                   environ: Mapping[str, str] | None = None) -> tuple[str, Source] | None:
     """The dashboard's access token from ``--token``/MYSQLQ_WEB_TOKEN, ``--token-file``/
     MYSQLQ_WEB_TOKEN_FILE or the credential mysqlq.web-token, with its place; None when there is none."""
     return choose("the dashboard's token", [
-        _given(token, "token" in typed, "--token", "MYSQLQ_WEB_TOKEN"),
-        _given(token_file, "token_file" in typed, "--token-file", "MYSQLQ_WEB_TOKEN_FILE", file=True),
+        given(token, "token" in typed, "--token", "MYSQLQ_WEB_TOKEN"),
+        given(token_file, "token_file" in typed, "--token-file", "MYSQLQ_WEB_TOKEN_FILE", file=True),
         credential(TOKEN_CREDENTIAL, environ),
     ], lambda text, source: text)

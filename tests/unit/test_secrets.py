@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mysqlq.core import secrets
-from mysqlq.core.config import DEFAULT_DSN, Dsn
+from mysqlq.core.config import DEFAULT_DSN, Dsn, dsn_from_environment, resolve_dsn
 from mysqlq.core.errors import ConfigError
 
 from ..conftest import MYSQLQ
@@ -101,35 +101,35 @@ def test_an_unreadable_file_says_permission_denied(tmp_path: Path) -> None:
 
 def test_the_dsn_from_each_place(tmp_path: Path) -> None:
     expected = Dsn.parse(DSN)
-    assert secrets.resolve_dsn(DSN, environ={}) == expected
-    assert secrets.resolve_dsn(dsn_file=str(write(tmp_path / "dsn", DSN + "\n")), environ={}) == expected
+    assert resolve_dsn(DSN, environ={}) == expected
+    assert resolve_dsn(dsn_file=str(write(tmp_path / "dsn", DSN + "\n")), environ={}) == expected
     credentials = tmp_path / "credentials"
     credentials.mkdir()
     write(credentials / "mysqlq.dsn", DSN + "\n")
-    assert secrets.resolve_dsn(environ={"CREDENTIALS_DIRECTORY": str(credentials)}) == expected
-    assert secrets.resolve_dsn(environ={}) == Dsn.parse(DEFAULT_DSN)
+    assert resolve_dsn(environ={"CREDENTIALS_DIRECTORY": str(credentials)}) == expected
+    assert resolve_dsn(environ={}) == Dsn.parse(DEFAULT_DSN)
     # A credentials directory without mysqlq's credentials (another unit's, or none loaded) is no DSN.
-    assert secrets.resolve_dsn(environ={"CREDENTIALS_DIRECTORY": str(tmp_path / "none")}) == Dsn.parse(DEFAULT_DSN)
+    assert resolve_dsn(environ={"CREDENTIALS_DIRECTORY": str(tmp_path / "none")}) == Dsn.parse(DEFAULT_DSN)
 
 
 def test_dsn_from_environment_reads_the_variables_and_the_credentials(tmp_path: Path) -> None:
     path = write(tmp_path / "dsn", DSN)
-    assert secrets.dsn_from_environment({"MYSQLQ_DSN_FILE": str(path)}) == Dsn.parse(DSN)
-    assert secrets.dsn_from_environment({"MYSQLQ_DSN": "", "MYSQLQ_DSN_FILE": str(path)}) == Dsn.parse(DSN)
+    assert dsn_from_environment({"MYSQLQ_DSN_FILE": str(path)}) == Dsn.parse(DSN)
+    assert dsn_from_environment({"MYSQLQ_DSN": "", "MYSQLQ_DSN_FILE": str(path)}) == Dsn.parse(DSN)
 
 
 def test_places_that_agree_are_fine_and_places_that_differ_are_refused(tmp_path: Path) -> None:
     same = write(tmp_path / "same", DSN + "\n")
     other = write(tmp_path / "other", DSN.replace("shop", "other"))
     # The same DSN written differently (spaces around it) still agrees.
-    assert secrets.resolve_dsn(f" {DSN} ", str(same), environ={}) == Dsn.parse(DSN)
-    message = refused(secrets.resolve_dsn, DSN, str(other), environ={})
+    assert resolve_dsn(f" {DSN} ", str(same), environ={}) == Dsn.parse(DSN)
+    message = refused(resolve_dsn, DSN, str(other), environ={})
     assert message == f"the DSN is given both by MYSQLQ_DSN and by MYSQLQ_DSN_FILE ({other}), differently: " \
                       "keep one of them"
     credentials = tmp_path / "credentials"
     credentials.mkdir()
     write(credentials / "mysqlq.dsn", DSN.replace("shop", "other"))
-    message = refused(secrets.resolve_dsn, DSN, environ={"CREDENTIALS_DIRECTORY": str(credentials)})
+    message = refused(resolve_dsn, DSN, environ={"CREDENTIALS_DIRECTORY": str(credentials)})
     assert "MYSQLQ_DSN and by the credential mysqlq.dsn" in message
 
 
@@ -139,35 +139,35 @@ def test_a_value_typed_on_the_command_line_wins_over_the_rest(tmp_path: Path) ->
     credentials.mkdir()
     write(credentials / "mysqlq.dsn", "not even a DSN")
     env = {"CREDENTIALS_DIRECTORY": str(credentials)}
-    assert secrets.resolve_dsn(DSN, str(other), typed={"dsn"}, environ=env) == Dsn.parse(DSN)
-    assert secrets.resolve_dsn(DSN, str(other), typed={"dsn_file"}, environ=env).database == "other"
-    assert "--dsn and by --dsn-file" in refused(secrets.resolve_dsn, DSN, str(other), typed={"dsn", "dsn_file"})
+    assert resolve_dsn(DSN, str(other), typed={"dsn"}, environ=env) == Dsn.parse(DSN)
+    assert resolve_dsn(DSN, str(other), typed={"dsn_file"}, environ=env).database == "other"
+    assert "--dsn and by --dsn-file" in refused(resolve_dsn, DSN, str(other), typed={"dsn", "dsn_file"})
 
 
 def test_a_bad_dsn_in_a_file_names_the_file_and_hides_the_password(tmp_path: Path) -> None:
     path = write(tmp_path / "dsn", f"MYSQLQ_DSN={DSN}\n")  # an env file's line copied whole
-    message = refused(secrets.resolve_dsn, dsn_file=str(path), environ={})
+    message = refused(resolve_dsn, dsn_file=str(path), environ={})
     assert message.startswith(f"MYSQLQ_DSN_FILE ({path}): DSN must start with mysql://")
-    assert "is empty: name the file" in refused(secrets.resolve_dsn, dsn_file="", typed={"dsn_file"})
+    assert "is empty: name the file" in refused(resolve_dsn, dsn_file="", typed={"dsn_file"})
 
 
 def test_the_password_alone_needs_no_url_encoding(tmp_path: Path) -> None:
     password = "p@ss:w/rd%20#?"
     path = write(tmp_path / "password", password + "\n")
-    dsn = secrets.resolve_dsn("mysql://app@db/shop", password_file=str(path), environ={})
+    dsn = resolve_dsn("mysql://app@db/shop", password_file=str(path), environ={})
     assert (dsn.user, dsn.password, dsn.host, dsn.database) == ("app", password, "db", "shop")
     assert password not in repr(dsn) and password not in dsn.redacted()
     credentials = tmp_path / "credentials"
     credentials.mkdir()
     write(credentials / "mysqlq.password", password)
-    from_credential = secrets.resolve_dsn("mysql://app@db/shop", environ={"CREDENTIALS_DIRECTORY": str(credentials)})
+    from_credential = resolve_dsn("mysql://app@db/shop", environ={"CREDENTIALS_DIRECTORY": str(credentials)})
     assert from_credential == dsn
 
 
 def test_a_password_given_twice_differently_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path / "password", "another")
-    assert secrets.resolve_dsn(DSN, password_file=str(write(tmp_path / "same", SECRET)), environ={}).password == SECRET
-    assert refused(secrets.resolve_dsn, DSN, password_file=str(path), environ={}) == \
+    assert resolve_dsn(DSN, password_file=str(write(tmp_path / "same", SECRET)), environ={}).password == SECRET
+    assert refused(resolve_dsn, DSN, password_file=str(path), environ={}) == \
         f"the DSN from MYSQLQ_DSN has a password, and MYSQLQ_PASSWORD_FILE ({path}) gives another: keep one of them"
 
 
@@ -222,3 +222,18 @@ def test_every_command_shows_the_file_options_and_their_variables() -> None:
                  f"default: {DEFAULT_DSN}"):
         assert text in shown
     assert "env var: MYSQLQ_WEB_TOKEN_FILE" in " ".join(cli("web", "--help").stdout.split())
+
+
+def test_a_library_user_gets_the_dsn_from_a_file_or_a_credential_too(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from mysqlq import Settings
+
+    monkeypatch.delenv("MYSQLQ_DSN", raising=False)
+    monkeypatch.setenv("MYSQLQ_DSN_FILE", str(write(tmp_path / "dsn", DSN + "\n")))
+    assert Settings().dsn == Dsn.parse(DSN)  # mysqlq.Producer() reads what the workers read
+    monkeypatch.delenv("MYSQLQ_DSN_FILE")
+    credentials = tmp_path / "credentials"
+    credentials.mkdir()
+    write(credentials / "mysqlq.dsn", DSN)
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(credentials))
+    assert Settings().dsn == Dsn.parse(DSN)
