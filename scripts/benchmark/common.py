@@ -167,7 +167,8 @@ def dsn_url(dsn: mysqlq.Dsn) -> str:
     if dsn.unix_socket:
         sock = urllib.parse.quote(dsn.unix_socket, safe="/")
         return f"mysql://{auth}@localhost/{dsn.database}?unix_socket={sock}"
-    return f"mysql://{auth}@{dsn.host}:{dsn.port}/{dsn.database}"
+    tls = "" if dsn.ssl_mode == "PREFERRED" else f"?ssl_mode={dsn.ssl_mode}"
+    return f"mysql://{auth}@{dsn.host}:{dsn.port}/{dsn.database}{tls}"
 
 
 class Bench:
