@@ -80,6 +80,8 @@ class Rates:
         """The jobs of a just-claimed batch that may start: those without a rate limit, and those whose
         bucket has room now. The others wait for their turn, or are no longer ours."""
         self.soonest = None
+        if not self.overrides and all(self._declared(handler)[0] is None for handler in {job.handler for job in jobs}):
+            return jobs  # the common batch: none of its handlers has a limit, and no operator set one
         limited = []
         for job in jobs:
             found = self.bucket_of(job)
