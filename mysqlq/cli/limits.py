@@ -46,7 +46,9 @@ def limits(ctx: click.Context, as_json: bool) -> None:
     db = Database(cfg.dsn, retry=CLI_RETRY)
     db.run(check_schema)
     overrides = {(o.scope, o.name): o.limit for o in db.run(store.overrides)}
-    rows = [_row(use, _limit_of(use.bucket, overrides), db) for use in db.run(lambda cur: store.buckets(cur, 60.0))]
+    registry = handler_registry.Registry()  # one for the listing: it reads the entry points once
+    rows = [_row(use, _limit_of(use.bucket, overrides, registry), db)
+            for use in db.run(lambda cur: store.buckets(cur, 60.0))]
     lifted = [f"{scope} {name}" for (scope, name), limit in sorted(overrides.items()) if limit is None]
     if as_json:
         click.echo(json.dumps({"buckets": rows, "overrides": [
@@ -64,7 +66,8 @@ def limits(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"lifted: {', '.join(lifted)}")
 
 
-def _limit_of(bucket: str, overrides: dict[tuple[str, str], RateLimit | None]) -> RateLimit | None:
+def _limit_of(bucket: str, overrides: dict[tuple[str, str], RateLimit | None],
+              registry: handler_registry.Registry) -> RateLimit | None:
     """A bucket's limit as the workers see it: an operator's, or what its handler declares here."""
     scope, _, rest = bucket.partition(":")
     name = rest.split(":", 1)[0] if scope == "handler" else rest
@@ -73,7 +76,7 @@ def _limit_of(bucket: str, overrides: dict[tuple[str, str], RateLimit | None]) -
     if scope != "handler":
         return None
     try:
-        return handler_registry.declared_rate_limit(handler_registry.Registry().resolve(name))[0]
+        return handler_registry.declared_rate_limit(registry.resolve(name))[0]
     except MysqlqError:
         return None
 
