@@ -119,20 +119,6 @@ class Registry:
             if self._points is None:
                 self._points = _entry_points()
 
-    def warm(self) -> int:
-        """Import every installed handler now (a long-running worker, as it starts),
-        so that the first job of each starts as quickly as the rest; returns how many were loaded. One
-        that cannot be loaded is left for its first job, which fails with the reason, as before."""
-        self.preload()
-        loaded = 0
-        for name in list(self._points or ()):
-            try:
-                self.resolve(name)
-            except (HandlerNotFound, HandlerLoadError):
-                continue
-            loaded += 1
-        return loaded
-
     def resolve(self, name: str) -> Handler:
         found = self._loaded.get(name)
         if found is not None:

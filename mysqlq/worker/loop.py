@@ -149,7 +149,7 @@ class Worker:
                                                   lambda: self.db.run(claims.newest_job_id))
                 except OSError as exc:
                     self.log.warning("hint.unavailable", error=str(exc), note="polling only")
-            self._load_handlers()  # now, not at the first job (which then starts sooner)
+            self.registry.preload()  # now, not at the first job (which then starts sooner)
             self.maintainer.prepare(self.services.db)
             self.heartbeat.register()
             self.services.start()
@@ -315,18 +315,6 @@ class Worker:
                 os.read(self._wake_r, 512)
         if self.listener:
             self.lookout.hinted(self.listener.wake(readable, self.settings.queues, self.lookout.paused))
-
-    def _load_handlers(self) -> None:
-        """Before a long-running worker registers (and says READY): import the installed handlers, so
-        that the first job of each does not wait for its module's import (tens of milliseconds; asyncio
-        alone is 30) while later ones start within milliseconds. A burst worker, there to drain and
-        exit, only reads the entry points and imports each handler at its first job."""
-        if self.settings.burst:
-            self.registry.preload()
-            return
-        started = time.monotonic()
-        loaded = self.registry.warm()
-        self.log.debug("handlers.imported", handlers=loaded, seconds=round(time.monotonic() - started, 3))
 
     def _ping_watchdog(self) -> None:
         period = self.notifier.watchdog_interval
