@@ -22,6 +22,13 @@ CREATE TABLE `mysqlq_dependencies` (
   KEY `mysqlq_dependencies_child` (`child_id`,`parent_id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+CREATE TABLE `mysqlq_job_tags` (
+  `job_id` bigint(20) unsigned NOT NULL,
+  `tag` varchar(64) NOT NULL,
+  PRIMARY KEY (`job_id`,`tag`),
+  KEY `mysqlq_job_tags_tag` (`tag`,`job_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 CREATE TABLE `mysqlq_jobs` (
   `id` bigint(20) unsigned NOT NULL AUTO_INCREMENT,
   `queue` varchar(100) NOT NULL,
@@ -53,6 +60,8 @@ CREATE TABLE `mysqlq_jobs` (
   `snoozes` smallint(5) unsigned NOT NULL DEFAULT 0,
   `progress` float DEFAULT NULL,
   `progress_note` varchar(200) DEFAULT NULL,
+  `tags` varchar(700) DEFAULT NULL,
+  `trace_context` varchar(600) DEFAULT NULL,
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
   KEY `mysqlq_jobs_ready` (`ready_queue` DESC,`priority`,`id`),
