@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.errors import InvalidJob, ResultNotStored
+from mysqlq.core.tracing import current_trace_context
 
 # 'blocked': a job whose concurrency key has no free slot (mysqlq.worker.limits); 'waiting': a job whose
 # parents have not all ended (mysqlq.store.dependencies). In the order of the schema's ENUM.
@@ -28,6 +29,10 @@ DEDUPE_SCOPES = ("forever", "active")
 MAX_PARENTS = 10_000  # jobs one job may wait for (a group's callback waits for every member)
 # What a job enqueued after others does when one of them ends dead or cancelled.
 PARENT_FAILURE = ("cancel", "run")
+# Tags: a few short labels a job is listed by (``jobs list --tag``). Their JSON array fits the
+# schema's mysqlq_jobs.tags (VARCHAR(700)), each tag mysqlq_job_tags.tag (VARCHAR(64)).
+MAX_TAGS = 10
+MAX_TAG_LENGTH = 64
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class Job:
     concurrency_key: str | None = None
     after: Sequence[int] = ()
     on_parent_failure: str = "cancel"
+    tags: Sequence[str] = ()
 
     def parents(self) -> tuple[int, ...]:
         """The ids of ``after``, checked and sorted (InvalidJob says what is wrong); () for none."""
@@ -74,14 +80,18 @@ class Job:
     def row(self, settings: Settings) -> tuple[Any, ...]:
         """The insert_jobs parameters, after checking every field (InvalidJob says what is wrong)."""
         return job_row(settings, self.handler, self.payload, self.queue, self.delay, self.run_at, self.priority,
-                       self.dedupe_key, self.max_attempts, self.time_limit, self.dedupe_scope, self.concurrency_key)
+                       self.dedupe_key, self.max_attempts, self.time_limit, self.dedupe_scope, self.concurrency_key,
+                       self.tags)
 
 
 def job_row(settings: Settings, handler: str, payload: Any, queue: str, delay: float, run_at: datetime | None,
             priority: int, dedupe_key: str | None, max_attempts: int | None, time_limit: float | None,
-            dedupe_scope: str, concurrency_key: str | None) -> tuple[Any, ...]:
+            dedupe_scope: str, concurrency_key: str | None, tags: Sequence[str] = ()) -> tuple[Any, ...]:
     """:meth:`Job.row` of a job given field by field: what ``Producer.enqueue`` calls, without making
-    a Job first (a frozen dataclass of thirteen fields costs about as much as all the checks)."""
+    a Job first (a frozen dataclass of thirteen fields costs about as much as all the checks).
+
+    The row ends with the tags (a JSON array, None without) and the trace context of the span
+    current now (mysqlq.core.tracing; None without one): every way of enqueueing makes its row here."""
     check_name("handler", handler, InvalidJob)
     check_name("queue", queue, InvalidJob)
     encoded = encode_payload(payload, settings.max_payload_bytes)
@@ -106,7 +116,32 @@ def job_row(settings: Settings, handler: str, payload: Any, queue: str, delay: f
     status = "scheduled" if delay > 0 or at is not None else "ready"
     limit = math.ceil(time_limit) if time_limit is not None else None
     return (queue, handler, encoded, status, priority, at, round(delay * 1_000_000), attempts, limit, dedupe_key,
-            dedupe_scope, concurrency_key)
+            dedupe_scope, concurrency_key, encode_tags(tags) if tags else None, current_trace_context())
+
+
+def check_tags(tags: Any) -> list[str]:
+    """``tags`` as a list without repeats, in the order given; InvalidJob says what is wrong."""
+    if isinstance(tags, str | bytes) or not isinstance(tags, Sequence | set | frozenset):
+        raise InvalidJob(f"tags must be a list of strings, got {tags!r}")
+    for tag in tags:
+        if not isinstance(tag, str) or not 0 < len(tag) <= MAX_TAG_LENGTH or not tag.isprintable() \
+                or any(c.isspace() or c in '"\\' for c in tag):
+            raise InvalidJob(f"a tag must be a string of 1 to {MAX_TAG_LENGTH} printable characters without "
+                             f"spaces, quotes or backslashes, got {tag!r}")
+    found = list(dict.fromkeys(tags))
+    if len(found) > MAX_TAGS:
+        raise InvalidJob(f"a job may have at most {MAX_TAGS} tags, got {len(found)}")
+    return found
+
+
+def encode_tags(tags: Any) -> str:
+    """The tags as the JSON array stored in mysqlq_jobs.tags, after :func:`check_tags`."""
+    return _ENCODER.encode(check_tags(tags))
+
+
+def decode_tags(stored: str | bytes | None) -> list[str]:
+    """A stored tags column back as a list ([] for NULL)."""
+    return [] if stored is None else [str(tag) for tag in json.loads(stored)]
 
 
 # Delays up to this many seconds (about 31 years) end long before year 9999: no clock reading needed.
@@ -293,6 +328,8 @@ class ClaimedJob(NamedTuple):
     time_limit: float | None
     concurrency_key: str | None = None  # see mysqlq.worker.limits
     snoozes: int = 0  # how often its handler snoozed it so far (mysqlq.Snooze)
+    tags: str | None = None  # as stored: a JSON array (None: no tags)
+    trace_context: str | None = None  # the span it was enqueued in (mysqlq.core.tracing; None: none)
 
 
 _as_claimed = partial(tuple.__new__, ClaimedJob)

@@ -70,6 +70,7 @@ class Producer:
         concurrency_key: str | None = None,
         after: Sequence[int] = (),
         on_parent_failure: str = "cancel",
+        tags: Sequence[str] = (),
     ) -> int:
         """Enqueue one job and return its id (with a taken dedupe key: the existing job's id).
 
@@ -78,11 +79,12 @@ class Producer:
         ``concurrency_limit`` jobs with this key run at once (see mysqlq.worker.limits).
         ``after``: ids of jobs that must be done first; the job waits (status ``waiting``) until the
         last of them is. If one ends dead or cancelled the job is cancelled, unless
-        ``on_parent_failure="run"``.
+        ``on_parent_failure="run"``. ``tags``: a few labels (at most 10, each 1 to 64 characters without
+        spaces) to find the job by: ``mysqlq jobs list --tag``, the dashboard.
         """
-        if after:  # waits for other jobs: one transaction (mysqlq.producer.workflows)
+        if after or tags:  # waits for other jobs, or has tag rows: one transaction (mysqlq.producer.workflows)
             job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
-                      dedupe_scope, concurrency_key, after, on_parent_failure)
+                      dedupe_scope, concurrency_key, after, on_parent_failure, tags)
             job.row(self.settings)
             job.parents()  # both checked before a connection is taken
             with self.pool.database() as db:
@@ -126,7 +128,8 @@ class Producer:
 
         Jobs are checked a chunk at a time, while the server inserts the chunk before; a bad job
         (InvalidJob names its position) rolls back every chunk already sent, so nothing is written.
-        ``progress`` hears of each chunk inserted.
+        ``progress`` hears of each chunk inserted. Jobs with ``after`` or ``tags`` are inserted one
+        statement each (and one for their tags), after the others, in the same transaction.
         """
         try:
             batch = list(jobs)
@@ -160,9 +163,10 @@ class Producer:
             yield rows
 
     def _insert_all(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None) -> int:
-        later = [(n, job) for n, job in enumerate(batch) if job.after]  # each after its parents, one at a time
+        # Each after its parents, or with its tag rows (they need its id), one at a time.
+        later = [(n, job) for n, job in enumerate(batch) if job.after or job.tags]
         if later:
-            batch = [job for job in batch if not job.after]
+            batch = [job for job in batch if not (job.after or job.tags)]
         with transaction(cur.connection):
             total, sent = 0, 0
             with store.bulk_insert(cur, self.renderer) as bulk:

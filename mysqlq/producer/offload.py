@@ -7,6 +7,7 @@ costing it nothing), so a thread never waits for a connection that an awaiting t
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -52,10 +53,14 @@ class Offload:
             return await self.on_thread(func, *args, **kwargs)
 
     async def on_thread(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """The same, for a caller that already holds a place (an open transaction)."""
+        """The same, for a caller that already holds a place (an open transaction). The call runs in a
+        copy of the caller's context, as ``asyncio.to_thread`` does: what a job is enqueued with
+        from it (the current span's trace context) is the awaiting task's."""
         import asyncio
 
-        return await asyncio.get_running_loop().run_in_executor(self._threads(), partial(func, *args, **kwargs))
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._threads(),
+                                                                partial(context.run, func, *args, **kwargs))
 
     @asynccontextmanager
     async def place(self) -> AsyncIterator[None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
@@ -14,15 +15,16 @@ from mysqlq.store.sql import query
 
 # The columns of a job row (mysqlq.core.jobs.Job.row), in the order of job_values' placeholders.
 NAMES = ("queue", "handler", "payload", "status", "priority", "run_at", "delay_us", "max_attempts",
-         "time_limit", "dedupe_key", "dedupe_scope", "concurrency_key")
+         "time_limit", "dedupe_key", "dedupe_scope", "concurrency_key", "tags", "trace_context")
 # Those that differ from job to job. The others (queue, handler, status, priority...) repeat: a row
 # template is made with their literals filled in, once per distinct combination. Job.row gives them
 # as str, int or None only, so equal values render alike (1 and True would both be 1).
-PER_ROW = frozenset({"payload", "run_at", "delay_us", "dedupe_key", "concurrency_key"})
+PER_ROW = frozenset({"payload", "run_at", "delay_us", "dedupe_key", "concurrency_key", "tags", "trace_context"})
 # job_values_due, for jobs due at once, has NOW(6) where job_values takes these two.
 DUE_OMITS = frozenset({"run_at", "delay_us"})
 MAX_SHAPES = 1000  # distinct combinations kept per renderer (and kind of row) before it starts afresh
 
+TAGS = NAMES.index("tags")
 Quote = Callable[[Any], bytes]  # the connection's escaping of one value (conn.literal)
 _REPEATING = operator.itemgetter(*[n for n, name in enumerate(NAMES) if name not in PER_ROW])
 
@@ -101,17 +103,29 @@ def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = N
 
     With a ``renderer`` (a producer's own connections), the row is rendered from its cached
     template; without (a caller's connection, whatever its character set), the driver binds it.
+    A new job with tags gets its rows in mysqlq_job_tags too: call this in a transaction (the
+    caller's), so that both are written or neither. ``cur.rowcount`` is the job insert's: 1 when
+    the job is new.
     """
     if renderer is None:
         cur.execute(_single("insert_job"), tuple(row))
     else:
         cur.execute(renderer.statement("insert_job", (row,), cur.connection.literal))
-    return int(cur.lastrowid or cur.connection.insert_id())
+    job_id = int(cur.lastrowid or cur.connection.insert_id())
+    if row[TAGS] is not None and cur.rowcount == 1:  # a taken dedupe key: the existing job keeps its tags
+        tags = json.loads(row[TAGS])
+        statement = query("insert_job_tags").replace("{rows}", ", ".join([query("job_tag_values")] * len(tags)))
+        with cur.connection.cursor() as tag_cur:  # keeps ``cur.rowcount`` the job insert's
+            tag_cur.execute(statement, [value for tag in tags for value in (job_id, tag)])
+    return job_id
 
 
 def insert_rendered(conn: Connection, row: Sequence[Any], renderer: RowRenderer) -> int:
     """:func:`insert_job` on one of mysqlq's own connections, sent without a cursor (a single INSERT
-    returns no rows; the cursor's bookkeeping would add a quarter to the client's CPU for it)."""
+    returns no rows; the cursor's bookkeeping would add a quarter to the client's CPU for it).
+    For a job without tags only (a job with tags takes :func:`insert_job`, in a transaction)."""
+    if row[TAGS] is not None:
+        raise ValueError("insert_rendered takes jobs without tags")
     conn.query(renderer.statement("insert_job", (row,), conn.literal))
     return int(conn.insert_id())
 

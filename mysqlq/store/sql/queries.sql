@@ -102,7 +102,7 @@ SELECT RELEASE_LOCK(%(name)s);
 -- LAST_INSERT_ID() becomes the existing job's id.
 INSERT INTO mysqlq_jobs
   (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
-   dedupe_scope, concurrency_key)
+   dedupe_scope, concurrency_key, tags, trace_context)
 VALUES {rows}
 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 
@@ -111,21 +111,31 @@ ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 -- dedupe key exists are skipped.
 INSERT INTO mysqlq_jobs
   (queue, handler, payload, status, priority, run_at, max_attempts, time_limit, enqueued_at, dedupe_key,
-   dedupe_scope, concurrency_key)
+   dedupe_scope, concurrency_key, tags, trace_context)
 VALUES {rows}
 ON DUPLICATE KEY UPDATE id = id;
 
 -- name: job_values
 -- One row of insert_job or insert_jobs: queue, handler, payload, status, priority, run_at (NULL: now
 -- plus the delay in microseconds), delay, max_attempts, time_limit, dedupe_key, dedupe_scope,
--- concurrency_key. Times are UTC_TIMESTAMP, not NOW: on an application's own connection (the outbox
+-- concurrency_key, tags (a JSON array), trace_context. Times are UTC_TIMESTAMP, not NOW: on an application's own connection (the outbox
 -- form, the Django backend) the session may be in another time zone; mysqlq's sessions are UTC.
-(%s, %s, %s, %s, %s, COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), %s, %s, UTC_TIMESTAMP(6), %s, %s, %s)
+(%s, %s, %s, %s, %s, COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), %s, %s, UTC_TIMESTAMP(6), %s, %s, %s,
+ %s, %s)
+
+-- name: insert_job_tags
+-- The tag rows of a job just inserted, in the job's transaction ({rows}: one job_tag_values row per tag):
+-- the access path of `jobs list --tag`. Only a job with tags pays this statement.
+INSERT INTO mysqlq_job_tags (job_id, tag) VALUES {rows};
+
+-- name: job_tag_values
+-- One row of insert_job_tags: the job's id and one of its tags.
+(%s, %s)
 
 -- name: job_values_due
 -- One row of insert_job or insert_jobs for a job due at once (no run_at, no delay): job_values
 -- without run_at and delay, whose expression costs the server about an eighth of a bulk insert.
-(%s, %s, %s, %s, %s, UTC_TIMESTAMP(6), %s, %s, UTC_TIMESTAMP(6), %s, %s, %s)
+(%s, %s, %s, %s, %s, UTC_TIMESTAMP(6), %s, %s, UTC_TIMESTAMP(6), %s, %s, %s, %s, %s)
 
 -- ---------------------------------------------------------------- claim
 
@@ -196,7 +206,8 @@ UPDATE mysqlq_jobs
 -- name: fetch_batch
 -- Read a claimed batch back by its claim token (the jobs of the batch still running).
 -- The columns in the order of mysqlq.core.jobs.ClaimedJob's fields.
-SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key, snoozes
+SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key, snoozes, tags,
+       trace_context
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) WHERE running_batch = %(batch_id)s
  ORDER BY priority, id;
 
