@@ -17,7 +17,7 @@ from mysqlq.cli import main, settings
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.durations import format_duration, parse_duration
 from mysqlq.core.errors import ConfigError, MysqlqError, NotFound
-from mysqlq.core.jobs import STATUSES
+from mysqlq.core.jobs import STATUSES, check_tags
 from mysqlq.leader.retention import Purge
 from mysqlq.store import ops as store
 from mysqlq.store.db import CLI_RETRY, Cursor, Database
@@ -59,6 +59,10 @@ def parse_limit(value: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 100_000:
         raise ConfigError(f"--limit must be a whole number from 1 to 100000, got {value!r}")
     return int(text)
+
+
+def parse_tag(value: str | None) -> str | None:
+    return None if value is None else check_tags([value])[0]
 
 
 def parse_queue(value: str | None) -> str | None:
@@ -141,18 +145,25 @@ def jobs() -> None:
 @click.option("--handler", metavar="NAME", envvar="MYSQLQ_JOBS_HANDLER", show_envvar=True,
               help=f"Only jobs naming this handler (of the newest {store.HISTORY_WINDOW:,} jobs, unless "
                    "--status is one other than done).")
+@click.option("--tag", metavar="TAG", envvar="MYSQLQ_JOBS_TAG", show_envvar=True,
+              help=f"Only jobs with this tag (with another filter: among the newest {store.HISTORY_WINDOW:,} "
+                   "jobs with the tag).")
 @click.option("--limit", metavar="N", envvar="MYSQLQ_JOBS_LIMIT", show_envvar=True, default=str(DEFAULT_LIMIT),
               help="How many jobs to show at most.")
 @click.option("--json", "as_json", is_flag=True, envvar="MYSQLQ_JOBS_JSON", show_envvar=True, help="Print JSON.")
 @click.pass_context
-def list_command(ctx: click.Context, queue: str | None, status: str | None, handler: str | None, limit: str,
-                 as_json: bool) -> None:
+def list_command(ctx: click.Context, queue: str | None, status: str | None, handler: str | None, tag: str | None,
+                 limit: str, as_json: bool) -> None:
     """List jobs, newest first."""
     unit = partial(store.list_jobs, queue=parse_queue(queue), status=parse_status(status), handler=handler,
-                   limit=parse_limit(limit))
+                   limit=parse_limit(limit), tag=parse_tag(tag))
     _, db = _database(ctx)
     rows = db.run(unit)
-    if handler is not None and status in (None, "done") and len(rows) < parse_limit(limit):
+    if tag is not None:
+        if (queue, status, handler) != (None, None, None) and len(rows) < parse_limit(limit):
+            click.echo(f"note: --tag with another filter looks through the newest {store.HISTORY_WINDOW:,} jobs "
+                       "with the tag", err=True)
+    elif handler is not None and status in (None, "done") and len(rows) < parse_limit(limit):
         click.echo(f"note: --handler looks through the newest {store.HISTORY_WINDOW:,} jobs "
                    "(with another --status, the whole of that status)", err=True)
     if as_json:
@@ -201,6 +212,8 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
         ("time limit", time_limit),
         ("dedupe key", _dedupe(row)),
         ("concurrency", "-" if row["concurrency_key"] is None else f"key {row['concurrency_key']}"),
+        ("tags", " ".join(row["tags"]) or "-"),
+        ("trace", row["trace_context"] or "-"),
         ("enqueued", _time(row["enqueued_at"]) + " UTC"),
         ("run at", _time(row["run_at"]) + " UTC"),
         ("started", _time(row["started_at"])),

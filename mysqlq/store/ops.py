@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mysqlq.core.jobs import STATUSES
+from mysqlq.core.jobs import STATUSES, decode_tags
 from mysqlq.store import dependencies, execute, execute_in
 from mysqlq.store import limits as limits_store
 from mysqlq.store.db import Cursor, transaction
@@ -22,6 +22,10 @@ CANCELLABLE = ("ready", "scheduled", "blocked", "waiting", "running")  # the sta
 # number of rows however long the history and however rare the match.
 HISTORY_WINDOW = 100_000
 HISTORY_STEP = 10_000
+# A tag filter with another filter (queue, status, handler) reads the tag's index TAG_STEP entries
+# per statement, and the jobs they name by primary key, until a page is full or it has read the
+# window's entries: as bounded as the history window, however many jobs carry the tag.
+TAG_STEP = 1000
 
 
 @dataclass(frozen=True)
@@ -56,12 +60,41 @@ def _rows(cur: Cursor) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+def tagged(cur: Cursor, tag: str, *, queue: str | None, status: str | None, handler: str | None,
+           before: int | None, limit: int, window: int = HISTORY_WINDOW) -> HistoryPage:
+    """Up to ``limit`` jobs with ``tag`` (and of ``queue``, ``status``, ``handler`` when given) with ids
+    below ``before`` (None: any), newest first: a walk of the tag's range of mysqlq_job_tags_tag from
+    ``before`` down. Without another filter it reads a page of entries and their jobs; with one, at
+    most ``window`` entries (and their jobs), however many jobs have the tag and however rare a match."""
+    narrowed = queue is not None or status is not None or handler is not None
+    rows: list[dict[str, Any]] = []
+    high, read = before, 0
+    while len(rows) < limit and read < window:
+        step = min(TAG_STEP if narrowed else limit - len(rows), window - read)
+        execute(cur, "tagged_job_ids", {"tag": tag, "before": high, "limit": step})
+        ids = [int(row[0]) for row in cur.fetchall()]
+        read += len(ids)
+        if ids:
+            execute_in(cur, "list_jobs_by_id", ids, queue, queue, status, status, handler, handler)
+            found = _rows(cur)
+            wanted = limit - len(rows)
+            rows += found[:wanted]
+            if len(found) > wanted:  # the page ends inside this step: the next one starts after its last row
+                return HistoryPage(rows, rows[-1]["id"])
+        if len(ids) < step:  # the tag's range is through
+            return HistoryPage(rows, 0)
+        high = ids[-1]
+    return HistoryPage(rows, high or 0)
+
+
 def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None,
-              limit: int) -> list[dict[str, Any]]:
-    """Jobs newest first. Of one status, on mysqlq_jobs_state: running jobs from their own range, the
-    others queue by queue (each queue's newest, merged), so a status reads no more than
-    ``limit`` rows per queue however long the history is; of one queue, every status so, merged.
-    Of a handler, done or of any status: those among the newest HISTORY_WINDOW jobs."""
+              limit: int, tag: str | None = None) -> list[dict[str, Any]]:
+    """Jobs newest first. With a tag: those :func:`tagged` finds. Of one status, on mysqlq_jobs_state:
+    running jobs from their own range, the others queue by queue (each queue's newest, merged), so a
+    status reads no more than ``limit`` rows per queue however long the history is; of one queue,
+    every status so, merged. Of a handler, done or of any status: those among the newest HISTORY_WINDOW jobs."""
+    if tag is not None:
+        return tagged(cur, tag, queue=queue, status=status, handler=handler, before=None, limit=limit).rows
     params = {"queue": queue, "handler": handler, "limit": limit}
     if handler is not None and status in (None, "done"):  # no index orders jobs by handler
         return in_history(cur, "list_jobs_between", {"queue": queue, "status": status, "handler": handler},
@@ -132,9 +165,12 @@ def count_capped(cur: Cursor, status: str, cap: int) -> dict[str, int]:
 
 
 def get_job(cur: Cursor, job_id: int) -> dict[str, Any] | None:
+    """Every column of one job an operator sees (``tags`` as a list), or None."""
     execute(cur, "get_job", {"id": job_id})
     rows = _rows(cur)
-    return rows[0] if rows else None
+    if not rows:
+        return None
+    return {**rows[0], "tags": decode_tags(rows[0]["tags"])}
 
 
 def links(cur: Cursor, job_id: int, limit: int) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
@@ -281,6 +317,7 @@ def delete_expired(cur: Cursor, walk: Walk, limit: int) -> int:
             ids = [int(row[0]) for row in rows]
             deleted = execute_in(cur, "delete_jobs", ids, walk.status, walk.before)
             dependencies.forget(cur, ids)
+            execute_in(cur, "delete_job_tags", ids)  # those of the jobs deleted (a job retried meanwhile keeps its own)
             return deleted
         if walk.done:
             return 0

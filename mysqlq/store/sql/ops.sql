@@ -37,6 +37,25 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, bat
    AND (%(handler)s IS NULL OR handler = %(handler)s)
  ORDER BY id DESC LIMIT %(limit)s;
 
+-- name: tagged_job_ids
+-- The ids of the next jobs with a tag, newest first, below an id (NULL: from the newest): a walk of
+-- the tag's range of mysqlq_job_tags_tag from its end, limit entries.
+SELECT job_id FROM mysqlq_job_tags FORCE INDEX (mysqlq_job_tags_tag)
+ WHERE tag = %(tag)s AND (%(before)s IS NULL OR job_id < %(before)s)
+ ORDER BY job_id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_by_id
+-- Listed jobs (the ids tagged_job_ids found), newest first, optionally only of one queue, status and
+-- handler (each given twice; NULL: any): by primary key.
+SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
+       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+  FROM mysqlq_jobs
+ WHERE id IN ({ids})
+   AND (%s IS NULL OR queue = %s)
+   AND (%s IS NULL OR status = %s)
+   AND (%s IS NULL OR handler = %s)
+ ORDER BY id DESC;
+
 -- name: newest_job_id
 -- The largest job id (0 without jobs): the end of the primary key.
 SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs;
@@ -56,7 +75,7 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, bat
 SELECT id, queue, handler, status, priority, attempts, max_attempts, snoozes, progress, progress_note,
        time_limit, dedupe_key, dedupe_scope,
        concurrency_key, worker, worker_id, batch_id, enqueued_at, run_at, started_at, finished_at, lease_until,
-       payload, last_error, result
+       payload, last_error, result, tags, trace_context
   FROM mysqlq_jobs WHERE id = %(id)s;
 
 -- ---------------------------------------------------------------- act
@@ -148,6 +167,11 @@ SELECT COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
 -- name: delete_jobs
 -- Delete listed jobs by primary key, only if they still have that status and ended before the cutoff.
 DELETE FROM mysqlq_jobs WHERE id IN ({ids}) AND status = %s AND finished_at < %s;
+
+-- name: delete_job_tags
+-- Retention: the tag rows of the jobs among these ids that were deleted (by primary key).
+DELETE t FROM mysqlq_job_tags t LEFT JOIN mysqlq_jobs j ON j.id = t.job_id
+ WHERE t.job_id IN ({ids}) AND j.id IS NULL;
 
 -- name: claim_maintenance
 -- Take this turn of a periodic task shared by all workers: 1 (new row) or 2 (updated) when it
