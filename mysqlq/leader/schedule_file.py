@@ -6,7 +6,7 @@ cron = "0 3 * * *"            # five fields, or @hourly, @daily, @weekly, @month
 timezone = "Europe/Berlin"    # IANA name, default UTC
 handler = "report.build"
 payload = {kind = "daily"}
-queue = "reports"             # and priority, max_attempts, time_limit, concurrency_key as for enqueue
+queue = "reports"             # and priority, max_attempts, time_limit, concurrency_key, tags as for enqueue
 
 [refresh-cache]
 every = "30s"                 # an interval instead of cron: ticks at whole multiples of it since 1970 UTC
@@ -39,7 +39,7 @@ from mysqlq.core.jobs import Job
 # The @-names crontab(5) gives (not @reboot: a schedule has no boot).
 MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
           "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
-JOB_FIELDS = ("handler", "payload", "queue", "priority", "max_attempts", "time_limit", "concurrency_key")
+JOB_FIELDS = ("handler", "payload", "queue", "priority", "max_attempts", "time_limit", "concurrency_key", "tags")
 FIELDS = ("cron", "every", "timezone", *JOB_FIELDS)
 MAX_CRON = 200  # characters: the timing is stored beside the schedule's state (VARCHAR(255))
 KEY_PREFIX = "mysqlq:schedule:"
@@ -67,6 +67,7 @@ class Entry:
     max_attempts: int | None = None
     time_limit: float | None = None
     concurrency_key: str | None = None  # ticks of the entry then run at most the handler's limit at once
+    tags: tuple[str, ...] = ()  # each tick's job has them (`mysqlq jobs list --tag`)
 
     @property
     def zone(self) -> tzinfo:
@@ -102,7 +103,8 @@ class Entry:
     def job(self, tick: datetime) -> Job:
         """The job one tick enqueues, keyed by entry and tick (the key holds until the job is purged)."""
         return Job(self.handler, self.payload, self.queue, priority=self.priority, dedupe_key=tick_key(self.name, tick),
-                   max_attempts=self.max_attempts, time_limit=self.time_limit, concurrency_key=self.concurrency_key)
+                   max_attempts=self.max_attempts, time_limit=self.time_limit, concurrency_key=self.concurrency_key,
+                   tags=self.tags)
 
 
 class EntryError(ConfigError):
@@ -167,6 +169,8 @@ def _entry(name: str, table: Any, settings: Settings) -> Entry:
             Job(**{"handler": "x", field: value}).row(settings)
         except InvalidJob as exc:
             raise bad(field, str(exc)) from None
+    if "tags" in values:
+        values["tags"] = tuple(values["tags"])
     if "every" in table:
         if "timezone" in table:
             raise bad("timezone", "applies to cron only (every counts seconds, whatever the zone)")
