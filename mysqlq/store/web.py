@@ -70,10 +70,14 @@ HISTORY_STATUSES = ("dead", "cancelled")  # ended jobs kept for days: listed lik
 
 
 def jobs_page(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None, before: int | None,
-              limit: int) -> ops_store.HistoryPage:
+              limit: int, tag: str | None = None) -> ops_store.HistoryPage:
     """A page of jobs, newest first, with ids below ``before``, and where the next page starts (0: none).
     Of a queue or handler over every status or done ones, and dead or cancelled jobs (which pile up
-    like history until retention deletes them), those found in a window of recent history."""
+    like history until retention deletes them), those found in a window of recent history. With a
+    tag, those found in the tag's index (with another filter, a window of it)."""
+    if tag is not None:
+        return ops_store.tagged(cur, tag, queue=queue, status=status, handler=handler, before=before, limit=limit,
+                                window=PAGE_WINDOW)
     filters = {"queue": queue, "status": status, "handler": handler}
     if status in HISTORY_STATUSES or (status in (None, "done") and (queue is not None or handler is not None)):
         return ops_store.in_history(cur, "list_jobs_between", filters, before=before, limit=limit,

@@ -6,6 +6,7 @@ from werkzeug.exceptions import NotFound
 
 from mysqlq.core.config import check_name
 from mysqlq.core.errors import MysqlqError
+from mysqlq.core.jobs import check_tags
 
 
 def local_path(value: str | None, default: str = "/") -> str:
@@ -21,6 +22,16 @@ def name_filter(value: str | None, kind: str) -> str | None:
         return None
     try:
         return check_name(kind, value)
+    except MysqlqError as exc:
+        raise NotFound(str(exc)) from None
+
+
+def tag_filter(value: str | None) -> str | None:
+    """A tag from a filter (None when empty); 404 for a tag no job can have."""
+    if not value:
+        return None
+    try:
+        return check_tags([value])[0]
     except MysqlqError as exc:
         raise NotFound(str(exc)) from None
 

@@ -14,7 +14,7 @@ from mysqlq.store import ops as ops_store
 from mysqlq.store import schedules as schedules_store
 from mysqlq.store import web as web_store
 from mysqlq.web import chart, snapshot
-from mysqlq.web.inputs import job_id_or_none, name_filter
+from mysqlq.web.inputs import job_id_or_none, name_filter, tag_filter
 from mysqlq.web.routing import Routes
 from mysqlq.web.state import current
 
@@ -78,7 +78,7 @@ def _job_filters() -> dict[str, str | None]:
     if status is not None and status not in STATUSES:
         raise NotFound(f"there is no job status {status!r}")
     handler = name_filter(request.args.get("handler"), "handler")
-    return {"queue": queue, "status": status, "handler": handler}
+    return {"queue": queue, "status": status, "handler": handler, "tag": tag_filter(request.args.get("tag"))}
 
 
 @routes.get("/jobs/<int:job_id>")
