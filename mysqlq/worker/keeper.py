@@ -179,7 +179,8 @@ class Keeper:
                     handler = job.handler
                     if handler != quick:  # else the same handler as the last job run here
                         spec = specs.get(handler)
-                        if spec is None or spec.transactional or not on_main(handler, spec.is_async, False):
+                        if (spec is None or spec.transactional or runner.spans is not None
+                                or not on_main(handler, spec.is_async, False)):
                             if not self._start(batch, job):
                                 break
                             continue

@@ -272,6 +272,9 @@ class Worker:
             lookout.due_in(claim.due_in)
         if not jobs:
             return claim.set_aside
+        spans = keeper.runner.spans
+        if spans is not None:
+            spans.claimed(jobs, claim.batch_id, claim.claimed_at)
         keeper.add(claim, unsized=average is None)
         self._report()
         return True

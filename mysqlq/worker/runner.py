@@ -30,6 +30,7 @@ from mysqlq.worker.context import JobContext, WorkerShared
 from mysqlq.worker.outcomes import DoneIn, Outcome
 from mysqlq.worker.parents import ParentsReader
 from mysqlq.worker.progress import ProgressBoard
+from mysqlq.worker.tracing import JobSpans, start
 
 if TYPE_CHECKING:
     import asyncio
@@ -147,6 +148,9 @@ class Runner:
         self.specs: dict[str, HandlerSpec] = {}
         load_decoder()  # its import is not the first job's time either
         self.default_limit = settings.time_limit
+        # The jobs' spans when this process traces (mysqlq.worker.tracing); looked for again when a
+        # handler's module is imported, which may be where the application sets OpenTelemetry up.
+        self.spans: JobSpans | None = start()
 
     def spec(self, name: str) -> HandlerSpec:
         """The handler called ``name`` (HandlerNotFound / HandlerLoadError when it cannot be had;
@@ -155,6 +159,8 @@ class Runner:
         if found is None:
             func = self.registry.resolve(name)
             logs.adopt_structlog()  # a handler module that logs with structlog itself: into our lines
+            if self.spans is None:
+                self.spans = start()
             found = self.specs[name] = HandlerSpec(func, declared_time_limit(func), is_transactional(func),
                                                     inspect.iscoroutinefunction(func))
         return found
@@ -176,7 +182,8 @@ class Runner:
             # The first lookup imports the handler's module: a cost of the worker's start, not of
             # this job, whose time sizes the next claims (a blind claim would shrink for it).
             started = time.monotonic()
-        return Prepared(job, spec.func, payload, self.limit(job, spec), spec.transactional, spec.is_async, started)
+        func = spec.func if self.spans is None else self.spans.wrap(job, spec.func, spec.is_async)
+        return Prepared(job, func, payload, self.limit(job, spec), spec.transactional, spec.is_async, started)
 
     def limit(self, job: ClaimedJob, spec: HandlerSpec) -> float:
         """A job's time limit: its own, else its handler's declared one, else the worker's default."""
@@ -186,7 +193,8 @@ class Runner:
         """The fast branch of :meth:`call`, for a plain, non-transactional handler known to be quick,
         on the main thread (its limit enforced by SIGALRM): :meth:`prepare` and :meth:`call` in one
         step, with no Prepared made. A job done with nothing to store (most jobs) returns only the
-        seconds it took: no Outcome is made either."""
+        seconds it took: no Outcome is made either. Never for a worker that traces (its jobs' spans are
+        made in :meth:`prepare`)."""
         started = time.monotonic()
         try:
             payload = loads_strict(job.payload)  # decode_payload(), one call fewer

@@ -1,0 +1,165 @@
+"""OpenTelemetry spans of a worker, named as OpenTelemetry's messaging conventions name them: a claim
+that took jobs is a CLIENT span ``receive <queue>`` with ``messaging.batch.message_count`` and a link to
+each job's enqueueing span; each run of a job is a CONSUMER span ``process <queue>``, current while its
+handler runs (a handler's own spans nest inside), with the job's id, attempt, handler, tags and outcome,
+and the exception recorded when the handler raised.
+
+The first run of a job is a child of the span it was enqueued in (the trace context stored with it,
+mysqlq.core.tracing): the producer's request and the job's work read as one trace. A retry, or a run
+after a snooze, starts a trace of its own with a link to that span instead: it runs minutes or hours
+later, and as a child it would stretch the producer's trace over that time (tail sampling, which
+decides when a trace seems finished, would have decided without it) and put every attempt under the
+request that only enqueued once.
+
+Tracing is on when the process has imported OpenTelemetry and set a tracer provider (with
+``opentelemetry-instrument``, or in the handlers' modules); :func:`start` never imports it otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mysqlq.core.errors import JobTimeout, Snooze
+from mysqlq.core.jobs import ClaimedJob
+from mysqlq.core.tracing import trace_headers
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from opentelemetry.trace import Link, Span, SpanContext
+
+SYSTEM = "mysqlq"
+MAX_CLAIM_LINKS = 128  # the SDK's default limit of links per span
+
+
+def active() -> bool:
+    """Whether this process traces: OpenTelemetry imported and a tracer provider set (the API's
+    default provider makes spans that record nothing). Looks only: never imports OpenTelemetry."""
+    api = sys.modules.get("opentelemetry.trace")
+    if api is None:
+        return False
+    return not isinstance(api.get_tracer_provider(), api.ProxyTracerProvider | api.NoOpTracerProvider)
+
+
+def start() -> JobSpans | None:
+    """The worker's spans when this process traces (see :func:`active`), else None."""
+    return JobSpans() if active() else None
+
+
+class JobSpans:
+    """Makes the spans of a worker that traces."""
+
+    def __init__(self) -> None:
+        from opentelemetry import context, trace
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        self._trace = trace
+        self._root = context.Context()  # no parent: the worker's loop is in no trace of its own
+        self._propagator = TraceContextTextMapPropagator()
+        self.tracer = trace.get_tracer("mysqlq")
+
+    def enqueued_in(self, job: ClaimedJob) -> SpanContext | None:
+        """The span ``job`` was enqueued in (None: none stored, or not a valid traceparent)."""
+        headers = trace_headers(job.trace_context)
+        if not headers:
+            return None
+        found = self._trace.get_current_span(self._propagator.extract(headers)).get_span_context()
+        return found if found.is_valid else None
+
+    def claimed(self, jobs: list[ClaimedJob], batch_id: int, claimed_at: float) -> None:
+        """The span of a claim sent at ``claimed_at`` (monotonic) that took ``jobs``."""
+        trace = self._trace
+        queues = sorted({job.queue for job in jobs})
+        attributes: dict[str, Any] = {"messaging.system": SYSTEM, "messaging.operation.type": "receive",
+                                      "messaging.operation.name": "receive",
+                                      "messaging.batch.message_count": len(jobs), "mysqlq.batch.id": batch_id}
+        if len(queues) == 1:
+            attributes["messaging.destination.name"] = queues[0]
+        links: list[Link] = []
+        for job in jobs:
+            found = self.enqueued_in(job)
+            if found is not None and len(links) < MAX_CLAIM_LINKS:
+                links.append(trace.Link(found))
+        started = time.time_ns() - round((time.monotonic() - claimed_at) * 1e9)
+        name = f"receive {queues[0]}" if len(queues) == 1 else "receive"
+        self.tracer.start_span(name, self._root, trace.SpanKind.CLIENT, attributes, links, started).end()
+
+    def wrap(self, job: ClaimedJob, func: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
+        """``func`` run inside the job's span (see the module's docstring)."""
+        if is_async:
+
+            async def traced_async(payload: Any, ctx: Any) -> Any:
+                with self._span(job) as span:
+                    try:
+                        value = await func(payload, ctx)
+                    except BaseException as exc:
+                        self._raised(span, job, exc)
+                        raise
+                    span.set_attribute("mysqlq.job.outcome", "done")
+                    return value
+
+            return traced_async
+
+        def traced(payload: Any, ctx: Any) -> Any:
+            with self._span(job) as span:
+                try:
+                    value = func(payload, ctx)
+                except BaseException as exc:
+                    self._raised(span, job, exc)
+                    raise
+                span.set_attribute("mysqlq.job.outcome", "done")
+                return value
+
+        return traced
+
+    def _span(self, job: ClaimedJob) -> AbstractContextManager[Span]:
+        trace = self._trace
+        enqueued_in = self.enqueued_in(job)
+        parent = self._root
+        links: list[Link] = []
+        if enqueued_in is not None:
+            if job.attempt <= 1 and not job.snoozes:  # the first run: a child of the enqueueing span
+                parent = trace.set_span_in_context(trace.NonRecordingSpan(enqueued_in))
+            else:
+                links.append(trace.Link(enqueued_in, {"mysqlq.link": "enqueued_in"}))
+        attributes: dict[str, Any] = {
+            "messaging.system": SYSTEM, "messaging.operation.type": "process", "messaging.operation.name": "process",
+            "messaging.destination.name": job.queue, "messaging.message.id": str(job.id),
+            "mysqlq.job.handler": job.handler, "mysqlq.job.attempt": job.attempt,
+            "mysqlq.job.max_attempts": job.max_attempts,
+        }
+        if job.snoozes:
+            attributes["mysqlq.job.snoozes"] = job.snoozes
+        tags = _tags(job.tags)
+        if tags:
+            attributes["mysqlq.tags"] = tags
+        return self.tracer.start_as_current_span(f"process {job.queue}", parent, trace.SpanKind.CONSUMER,
+                                                 attributes, links, record_exception=False,
+                                                 set_status_on_exception=False)
+
+    def _raised(self, span: Span, job: ClaimedJob, exc: BaseException) -> None:
+        """What the handler raised: a snooze is no error; anything else fails this attempt."""
+        if isinstance(exc, Snooze):
+            span.set_attribute("mysqlq.job.outcome", "snoozed")
+            return
+        kind = type(exc)
+        span.record_exception(exc)
+        span.set_attribute("error.type", "JobTimeout" if isinstance(exc, JobTimeout) else
+                           f"{kind.__module__}.{kind.__qualname__}")
+        span.set_attribute("mysqlq.job.outcome", "failed" if job.attempt < job.max_attempts else "dead")
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, f"{kind.__name__}: {exc}"[:300]))
+
+
+def _tags(stored: str | None) -> list[str]:
+    """The stored tags (a JSON array) as a span attribute's list ([] for none or unreadable)."""
+    if not stored:
+        return []
+    try:
+        found = json.loads(stored)
+    except ValueError:
+        return []
+    return [str(tag) for tag in found] if isinstance(found, list) else []
