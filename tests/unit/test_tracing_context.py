@@ -1,0 +1,66 @@
+"""The trace context stored with a job (mysqlq.core.tracing): the current span's traceparent and
+tracestate, nothing without OpenTelemetry or a valid span; and the worker's test of whether it traces."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
+
+from mysqlq.core.tracing import MAX_LENGTH, current_trace_context, trace_headers
+from mysqlq.worker import tracing as worker_tracing
+
+TRACE_ID = 0x0AF7651916CD43DD8448EB211C80319C
+SPAN_ID = 0xB7AD6B7169203331
+
+
+def span(state: TraceState | None = None) -> NonRecordingSpan:
+    return NonRecordingSpan(SpanContext(TRACE_ID, SPAN_ID, is_remote=False, trace_flags=TraceFlags(1),
+                                        trace_state=state))
+
+
+def test_the_current_span_is_stored_as_its_traceparent() -> None:
+    with trace.use_span(span()):
+        assert current_trace_context() == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def test_a_tracestate_follows_after_a_space_and_comes_back_as_its_header() -> None:
+    with trace.use_span(span(TraceState([("congo", "t61rcWkgMzE"), ("rojo", "00f067aa0ba902b7")]))):
+        stored = current_trace_context()
+    assert stored == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01 congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+    assert trace_headers(stored) == {"traceparent": stored.split()[0],
+                                     "tracestate": "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"}
+
+
+def test_a_tracestate_too_long_for_the_column_is_left_out() -> None:
+    state = TraceState([(f"k{n}", "v" * 200) for n in range(3)])
+    with trace.use_span(span(state)):
+        stored = current_trace_context()
+    assert stored == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" and len(stored) <= MAX_LENGTH
+
+
+def test_nothing_is_stored_without_a_valid_span() -> None:
+    assert current_trace_context() is None  # no span current: the API's invalid one
+    with trace.get_tracer("t").start_as_current_span("no sdk"):  # the API alone makes no valid span
+        assert current_trace_context() is None
+
+
+def test_nothing_is_stored_and_nothing_imported_when_opentelemetry_was_never_imported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [name for name in sys.modules if name.startswith("opentelemetry")]:
+        monkeypatch.delitem(sys.modules, name)
+    with trace.use_span(span()):  # a span the (forgotten) module knows of: not looked at
+        assert current_trace_context() is None
+    assert not worker_tracing.active()
+    assert not [name for name in sys.modules if name.startswith("opentelemetry")]
+
+
+def test_no_header_for_nothing_stored() -> None:
+    assert trace_headers(None) == {} and trace_headers("") == {}
+
+
+def test_a_worker_traces_only_once_a_tracer_provider_is_set() -> None:
+    assert not worker_tracing.active()  # the API's proxy provider: spans that record nothing
+    assert worker_tracing.start() is None
