@@ -13,8 +13,9 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mysqlq_harness.waiting import wait_for
 
@@ -100,10 +101,12 @@ def children_cpu() -> float:
 
 
 def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str] = (),
-                 global_options: Sequence[str] = (), dsn: mysqlq.Dsn | None = None) -> Drain:
+                 global_options: Sequence[str] = (), dsn: mysqlq.Dsn | None = None,
+                 after_fill: Callable[[Any], None] | None = None, env: dict[str, str] | None = None) -> Drain:
     """W1: put N jobs in the table, start K workers, time until every job is done.
 
-    With ``dsn`` the jobs go into that (existing) database, e.g. one holding history (W5).
+    With ``dsn`` the jobs go into that (existing) database, e.g. one holding history (W5);
+    ``after_fill`` changes the jobs (on the cursor) before the workers start; ``env`` is added to theirs.
     """
     own = dsn is None
     if dsn is None:
@@ -114,10 +117,12 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     cur.execute("SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs")
     since = int(cur.fetchone()[0])
     fill_jobs(cur, n)
+    if after_fill is not None:
+        after_fill(cur)
     started_wall = time.time()
     started = time.perf_counter()
     cpu, server = children_cpu(), server_cpu(bench)
-    workers = bench.workers(dsn, k, *options, tag=name, global_options=global_options)
+    workers = bench.workers(dsn, k, *options, tag=name, global_options=global_options, env=env)
     try:
         ended = wait_drained(cur, workers, timeout=max(120.0, n / 50))
         server = cpu_since(server_cpu(bench), server)
