@@ -10,7 +10,7 @@ from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.jobs import Job
 from mysqlq.producer import workflows
 from mysqlq.producer.workflows import Group
-from mysqlq.store.db import Connection, Cursor, transaction
+from mysqlq.store.db import Connection, Cursor
 
 
 class Transaction:
@@ -54,12 +54,8 @@ def enqueue_on(conn: Connection, job: Job, settings: Settings | None = None) -> 
     """Enqueue on a connection the caller holds, in its current transaction; nothing is committed.
 
     Call :func:`mysqlq.hint.notify` after your commit to wake idle workers at once;
-    without it the job starts at the workers' next poll. On a connection in autocommit, a job with
-    tags is written with its tag rows in a transaction of its own.
+    without it the job starts at the workers' next poll. A job with tags (or ``after``) is written
+    in more than one statement: call this between BEGIN and COMMIT, so that they commit together.
     """
-    settings = settings or Settings(dsn=Dsn())
     with conn.cursor() as cur:
-        if job.tags and conn.get_autocommit():
-            with transaction(conn):
-                return workflows.insert(cur, job, settings)
-        return workflows.insert(cur, job, settings)
+        return workflows.insert(cur, job, settings or Settings(dsn=Dsn()))
