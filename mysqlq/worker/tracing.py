@@ -18,6 +18,7 @@ Tracing is on when the process has imported OpenTelemetry and set a tracer provi
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -38,9 +39,10 @@ MAX_CLAIM_LINKS = 128  # the SDK's default limit of links per span
 
 def active() -> bool:
     """Whether this process traces: OpenTelemetry imported and a tracer provider set (the API's
-    default provider makes spans that record nothing). Looks only: never imports OpenTelemetry."""
+    default provider makes spans that record nothing), not disabled by ``OTEL_SDK_DISABLED=true``.
+    Looks only: never imports OpenTelemetry."""
     api = sys.modules.get("opentelemetry.trace")
-    if api is None:
+    if api is None or os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
     return not isinstance(api.get_tracer_provider(), api.ProxyTracerProvider | api.NoOpTracerProvider)
 
