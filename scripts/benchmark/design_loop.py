@@ -1,0 +1,288 @@
+"""The drain loops of the candidate designs ``scripts/bench --only designs`` compares (see designs.py).
+
+Each of K processes claims a batch, reads it back and completes it, until a claim comes back empty,
+on a database that designs.py shaped for the design (mysqlq's wide ``mysqlq_jobs`` altered, plus the
+design's own tables). Every loop keeps, in its statements, what mysqlq guarantees of a claim: the
+batch is fenced (a completion changes only rows still claimed by that batch), it has a lease the
+reaper can find (``mysqlq_batches.lease_until``), and the history stays (the done row keeps its
+batch, attempts, start and end times; the batch row keeps the worker and the claim time)::
+
+    python scripts/benchmark/design_loop.py --design fewer --conn '{"unix_socket": …, "database": …}' --batch 100
+
+prints one JSON line, ``{"jobs": n, "first": t, "last": t, "deadlocks": d}``, as bare.py does. A
+transaction that hits a deadlock or a lock wait timeout is rolled back and run again (the only retry).
+Only mysqlclient is imported, never mysqlq.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import MySQLdb
+
+QUEUE = "default"
+LEASE_US = 60_000_000
+RETRIED = (1213, 1205)  # deadlock (rolled back by the server), lock wait timeout
+JOB_COLUMNS = "id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key, snoozes"
+
+# The batch's own row: who claimed it, when, until when (the reaper looks for lease_until < NOW(6));
+# IGNORE: an autocommit claim retried after a deadlock has written it already.
+BATCH_ROW = ("INSERT IGNORE INTO mysqlq_batches (batch_id, worker_id, worker, claimed_at, lease_until{ids})"
+             " VALUES (%s, %s, %s, NOW(6), NOW(6) + INTERVAL {lease} MICROSECOND{id_param})")
+BATCH_ENDED = "UPDATE mysqlq_batches SET lease_until = NULL WHERE batch_id = %s AND lease_until IS NOT NULL"
+BATCH_EMPTY = "DELETE FROM mysqlq_batches WHERE batch_id = %s"
+
+
+def batch_row(with_ids: bool) -> str:
+    return BATCH_ROW.format(ids=", job_ids" if with_ids else "", lease=LEASE_US, id_param=", %s" if with_ids else "")
+
+
+def in_list(ids: Sequence[int]) -> str:
+    return ", ".join(["%s"] * len(ids))
+
+
+# ---------------------------------------------------------------------------- (b) fewer columns
+
+
+def fewer_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str]) -> list[Any]:
+    """Today's claim (UPDATE … LIMIT through mysqlq_jobs_ready, then the read-back through
+    mysqlq_jobs_state), setting only status, ready_queue, running_batch and attempts on each job;
+    worker, worker_id, lease and claim time once in the batch's row."""
+    cur.execute(batch_row(False), (batch_id, *who))
+    claimed = cur.execute(
+        "UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)"
+        "   SET status = 'running', ready_queue = NULL, running_batch = %s, attempts = attempts + 1"
+        " WHERE ready_queue = %s ORDER BY ready_queue DESC, priority, id LIMIT %s", (batch_id, QUEUE, limit))
+    if not claimed:
+        cur.execute(BATCH_EMPTY, (batch_id,))
+        return []
+    cur.execute(f"SELECT {JOB_COLUMNS} FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)"
+                " WHERE running_batch = %s ORDER BY priority, id", (batch_id,))
+    return list(cur.fetchall())
+
+
+def fewer_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: float) -> None:
+    """status, running_batch, batch_id (kept for the history: the batch's row names the worker),
+    started_at and finished_at; the batch's lease ended."""
+    cur.execute("UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)"
+                "   SET status = 'done', running_batch = NULL, batch_id = %s, started_at = FROM_UNIXTIME(%s),"
+                "       finished_at = NOW(6), dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)"
+                " WHERE running_batch = %s AND dependents IS NULL", (batch_id, started, batch_id))
+    cur.execute(BATCH_ENDED, (batch_id,))
+
+
+# ---------------------------------------------------------------------------- (b') fewer, and in place
+
+
+def inplace_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str]) -> list[Any]:
+    """As ``fewer``, on a table whose changed columns are all of fixed size and NOT NULL (0 and the
+    epoch for "none"), so that InnoDB rewrites the clustered record in place: the ready index is
+    keyed on (status, queue, priority, id), and the claim sets only status, running_batch, attempts."""
+    cur.execute(batch_row(False), (batch_id, *who))
+    claimed = cur.execute(
+        "UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)"
+        "   SET status = 'running', running_batch = %s, attempts = attempts + 1"
+        " WHERE status = 'ready' AND queue = %s ORDER BY status, queue, priority, id LIMIT %s",
+        (batch_id, QUEUE, limit))
+    if not claimed:
+        cur.execute(BATCH_EMPTY, (batch_id,))
+        return []
+    cur.execute(f"SELECT {JOB_COLUMNS} FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)"
+                " WHERE running_batch = %s ORDER BY priority, id", (batch_id,))
+    return list(cur.fetchall())
+
+
+def inplace_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: float) -> None:
+    cur.execute("UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)"
+                "   SET status = 'done', running_batch = 0, batch_id = %s, started_at = FROM_UNIXTIME(%s),"
+                "       finished_at = NOW(6), dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)"
+                " WHERE running_batch = %s AND dependents IS NULL", (batch_id, started, batch_id))
+    cur.execute(BATCH_ENDED, (batch_id,))
+
+
+# ---------------------------------------------------------------------------- (d) claim by primary key
+
+
+def pk_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str]) -> list[Any]:
+    """SELECT … FOR UPDATE SKIP LOCKED through mysqlq_jobs_ready reads the jobs themselves (no
+    read-back), UPDATE … WHERE id IN claims them by primary key: no index holds the batch. The batch's
+    row keeps its jobs' ids, for the reaper."""
+    cur.execute(f"SELECT {JOB_COLUMNS} FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)"
+                " WHERE ready_queue = %s ORDER BY ready_queue DESC, priority, id LIMIT %s FOR UPDATE SKIP LOCKED",
+                (QUEUE, limit))
+    rows = list(cur.fetchall())
+    if not rows:
+        return []
+    ids = [row[0] for row in rows]
+    cur.execute("UPDATE mysqlq_jobs SET status = 'running', ready_queue = NULL, batch_id = %s,"
+                f" attempts = attempts + 1 WHERE id IN ({in_list(ids)})", (batch_id, *ids))
+    cur.execute(batch_row(True), (batch_id, *who, ",".join(map(str, ids))))
+    return rows
+
+
+def pk_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: float) -> None:
+    """By primary key, fenced by the batch: only rows this batch still holds change."""
+    ids = [row[0] for row in rows]
+    cur.execute("UPDATE mysqlq_jobs SET status = 'done', started_at = FROM_UNIXTIME(%s), finished_at = NOW(6),"
+                "       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)"
+                f" WHERE id IN ({in_list(ids)}) AND batch_id = %s AND status = 'running' AND dependents IS NULL",
+                (started, *ids, batch_id))
+    cur.execute(BATCH_ENDED, (batch_id,))
+
+
+# ---------------------------------------------------------------------------- (c) a narrow ready table
+
+
+def _take_ready(cur: Any, limit: int) -> list[tuple[int, int]]:
+    """Lock and delete up to ``limit`` rows of the narrow ready table; their (priority, job id)."""
+    cur.execute("SELECT priority, job_id FROM mysqlq_ready WHERE queue = %s ORDER BY priority, job_id LIMIT %s"
+                " FOR UPDATE SKIP LOCKED", (QUEUE, limit))
+    taken = [(int(p), int(j)) for p, j in cur.fetchall()]
+    by_priority: dict[int, list[int]] = {}
+    for priority, job in taken:
+        by_priority.setdefault(priority, []).append(job)
+    for priority, ids in by_priority.items():  # by its primary key (queue, priority, job_id)
+        cur.execute(f"DELETE FROM mysqlq_ready WHERE queue = %s AND priority = %s AND job_id IN ({in_list(ids)})",
+                    (QUEUE, priority, *ids))
+    return taken
+
+
+def _read_jobs(cur: Any, ids: Sequence[int]) -> list[Any]:
+    cur.execute(f"SELECT {JOB_COLUMNS} FROM mysqlq_jobs WHERE id IN ({in_list(ids)}) ORDER BY priority, id", ids)
+    return list(cur.fetchall())
+
+
+def narrow_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str]) -> list[Any]:
+    """solid_queue's ready_executions / claimed_executions: move narrow rows from mysqlq_ready to
+    mysqlq_claimed (batch_id, job_id); the wide row is not written until the job ends."""
+    taken = _take_ready(cur, limit)
+    if not taken:
+        return []
+    ids = [job for _, job in taken]
+    cur.execute("INSERT INTO mysqlq_claimed (batch_id, job_id) VALUES " + ", ".join(["(%s, %s)"] * len(ids)),
+                [v for job in ids for v in (batch_id, job)])
+    cur.execute(batch_row(False), (batch_id, *who))
+    return _read_jobs(cur, ids)
+
+
+class Fenced(Exception):
+    """The batch no longer holds its jobs (the reaper took them back): the completion is undone."""
+
+
+def narrow_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: float) -> None:
+    """Fenced by the claimed rows: delete the batch's, and only if all are still there write the
+    history into the wide rows (their only write in the job's life after the enqueue)."""
+    ids = [row[0] for row in rows]
+    if cur.execute("DELETE FROM mysqlq_claimed WHERE batch_id = %s", (batch_id,)) != len(ids):
+        raise Fenced(batch_id)
+    _write_history(cur, batch_id, ids, started)
+    cur.execute(BATCH_ENDED, (batch_id,))
+
+
+def _write_history(cur: Any, batch_id: int, ids: Sequence[int], started: float) -> None:
+    cur.execute("UPDATE mysqlq_jobs SET status = 'done', attempts = attempts + 1, batch_id = %s,"
+                "       started_at = FROM_UNIXTIME(%s), finished_at = NOW(6),"
+                "       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)"
+                f" WHERE id IN ({in_list(ids)}) AND dependents IS NULL", (batch_id, started, *ids))
+
+
+def batchrow_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str]) -> list[Any]:
+    """The narrow ready table without a claimed row per job: the batch's row keeps its jobs' ids."""
+    taken = _take_ready(cur, limit)
+    if not taken:
+        return []
+    ids = [job for _, job in taken]
+    cur.execute(batch_row(True), (batch_id, *who, ",".join(map(str, ids))))
+    return _read_jobs(cur, ids)
+
+
+def batchrow_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: float) -> None:
+    """Fenced by the batch's row: its lease ends only if the reaper has not ended it first."""
+    if cur.execute(BATCH_ENDED, (batch_id,)) != 1:
+        raise Fenced(batch_id)
+    _write_history(cur, batch_id, [row[0] for row in rows], started)
+
+
+# ---------------------------------------------------------------------------- the loop
+
+Claim = Callable[[Any, int, int, tuple[int, str]], list[Any]]
+Complete = Callable[[Any, int, Sequence[Any], float], None]
+# name: (claim, completion, whether each is one transaction; if not, its statements are autocommit, as
+# mysqlq's are today: the batch's row first, then the claim; the jobs' completion, then the batch's)
+LOOPS: dict[str, tuple[Claim, Complete, bool]] = {
+    "fewer": (fewer_claim, fewer_complete, False),
+    "inplace": (inplace_claim, inplace_complete, False),
+    "pk": (pk_claim, pk_complete, True),
+    "pk-finished": (pk_claim, pk_complete, True),  # the same statements; designs.py keys mysqlq_jobs_state otherwise
+    "narrow": (narrow_claim, narrow_complete, True),
+    "batchrow": (batchrow_claim, batchrow_complete, True),
+    "batchrow-fixed": (batchrow_claim, batchrow_complete, True),  # designs.py: fixed-size columns
+}
+
+deadlocks = 0
+
+
+def transaction(db: Any, run: Callable[[Any], Any], atomic: bool = True) -> Any:
+    """``run(cursor)`` in one transaction (``atomic``; else its statements autocommit), again after a
+    deadlock or a lock wait timeout."""
+    global deadlocks
+    while True:
+        if atomic:
+            db.begin()
+        try:
+            with db.cursor() as cur:
+                result = run(cur)
+            if atomic:
+                db.commit()
+            return result
+        except MySQLdb.OperationalError as exc:
+            db.rollback()
+            if exc.args[0] not in RETRIED:
+                raise
+            deadlocks += 1
+        except BaseException:
+            db.rollback()
+            raise
+
+
+def drain(conn: dict[str, Any], design: str, batch: int) -> dict[str, Any]:
+    """Claim (with its read-back) and complete batches, each in a transaction, until a claim is empty."""
+    claim, complete, atomic = LOOPS[design]
+    db = MySQLdb.connect(autocommit=True, charset="utf8mb4", **conn)
+    who = (os.getpid(), f"designs:{os.getpid()}")
+    base = os.getpid() << 32  # unique per drainer; the database is fresh per run
+    jobs, first, last = 0, None, None
+    for sequence in range(1, 1 << 31):
+        batch_id = base + sequence
+        claimed_at = time.time()
+        rows = transaction(db, lambda cur, b=batch_id: claim(cur, b, batch, who), atomic)
+        if not rows:
+            break
+        if first is None:
+            first = claimed_at
+        # (the handlers would run here: no-ops)
+        transaction(db, lambda cur, b=batch_id, r=rows, s=claimed_at: complete(cur, b, r, s), atomic)
+        jobs += len(rows)
+        last = time.time()
+    db.close()
+    return {"jobs": jobs, "first": first, "last": last, "deadlocks": deadlocks}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="design_loop.py", description="A candidate design's drain loop.")
+    parser.add_argument("--design", required=True, choices=sorted(LOOPS))
+    parser.add_argument("--conn", required=True, help="mysqlclient connect() keyword arguments as JSON")
+    parser.add_argument("--batch", type=int, default=100)
+    args = parser.parse_args(argv)
+    print(json.dumps(drain(json.loads(args.conn), args.design, args.batch)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

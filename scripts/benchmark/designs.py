@@ -1,0 +1,339 @@
+"""designs: the server's work per job of candidate schema designs, each drained by a bare loop.
+
+Issue 45 asks for half the server's CPU per no-op job. This section drains N no-op jobs (20,000;
+5,000 with ``--quick``) with K=2 processes per design, on a fresh database each time, the designs
+in alternation within each run, and reads per job: the server's CPU (``/proc`` of its process, over
+the drain, and until purge has caught up, as serverwork does), the redo log generated, the
+statements sent and the handler reads, the first-claim-to-last-completion rate; then, on one more
+drain per design with counting triggers (serverwork's), the wide row's records rewritten and
+columns changed, the other tables' rows written and the secondary-index entries changed.
+
+The designs (design_loop.py holds their statements):
+
+- ``bare``: the bare-SQL reference loop (bare.py), and ``ceiling``: mysqlq's own claim, read-back
+  and completion run by it (what serverwork calls the ceiling);
+- ``fewer``: today's claim and read-back, but each job's row gets only status, ready_queue,
+  running_batch and attempts at the claim and status, running_batch, batch_id, started_at and
+  finished_at at the completion; worker, worker_id, lease and claim time go once per batch into a
+  ``mysqlq_batches`` row;
+- ``pk``: the jobs claimed by primary key (``SELECT … FOR UPDATE SKIP LOCKED`` reading the jobs
+  themselves, then ``UPDATE … WHERE id IN``), completed by primary key fenced by ``batch_id``; no
+  index holds the batch (``mysqlq_jobs_state`` loses ``running_batch``); the batch's row keeps its
+  jobs' ids for the reaper; ``pk-finished``: the same with ``mysqlq_jobs_state`` keyed on
+  ``(queue, finished_at)`` only, so that the claim changes no entry of it;
+- ``narrow``: a narrow ``mysqlq_ready`` table (queue, priority, job_id) beside the wide one, whose
+  ready index goes; the claim moves narrow rows to ``mysqlq_claimed`` (batch_id, job_id), the wide
+  row is written once, at the completion (solid_queue's ready / claimed executions);
+  ``batchrow``: the same with no claimed row per job, the batch's row keeping its jobs' ids and
+  fencing the completion;
+
+each at batch 100 (mysqlq's default), and some at 500. Per-job figures and ratios within the run
+only: the machine may be shared. A private server of its own (default settings), or MYSQLQ_DSN.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import mysqlq
+from benchmark import bare as bench_bare
+from benchmark.common import (
+    DB_PREFIX,
+    HERE,
+    Bench,
+    Figure,
+    clean_env,
+    connect_kwargs,
+    emit,
+    fill_jobs,
+    fmt,
+    median,
+    note,
+    payload_bytes,
+)
+from benchmark.serverwork import CHANGES_TABLE, HANDLER_READS, Probe, create_counting_triggers, diff, minus, redo_bytes
+from benchmark.shared import ceiling_statements, cpu_since, server_cpu
+
+K = 2
+TEMPLATE = "designs_template"  # a database migrated once: its mysqlq_jobs is every design's starting point
+
+BATCHES = """CREATE TABLE mysqlq_batches (
+  batch_id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
+  worker_id BIGINT UNSIGNED NOT NULL,
+  worker VARCHAR(255) NOT NULL,
+  claimed_at DATETIME(6) NOT NULL,
+  lease_until DATETIME(6) NULL,
+  job_ids MEDIUMTEXT NULL,
+  KEY mysqlq_batches_lease (lease_until)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
+READY = """CREATE TABLE mysqlq_ready (
+  queue VARCHAR(100) NOT NULL,
+  priority SMALLINT NOT NULL,
+  job_id BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (queue, priority, job_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
+CLAIMED = """CREATE TABLE mysqlq_claimed (
+  batch_id BIGINT UNSIGNED NOT NULL,
+  job_id BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (batch_id, job_id)
+) ENGINE=InnoDB"""
+STATE_NO_BATCH = ("ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_state,"
+                  " ADD KEY mysqlq_jobs_state (status, queue, finished_at)")
+STATE_FINISHED = "ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_state, ADD KEY mysqlq_jobs_state (queue, finished_at)"
+# The columns a claim or completion changes, NOT NULL and of fixed size ("none" is 0 or the epoch), so
+# that InnoDB rewrites the clustered record in place (a NULL made a value, or a value NULL, changes its
+# size: then the record is deleted and inserted again, its whole image logged).
+FIXED = ("ALTER TABLE mysqlq_jobs MODIFY batch_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+         " MODIFY started_at DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:01',"
+         " MODIFY finished_at DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:01'")
+FIXED_CLAIM = ("ALTER TABLE mysqlq_jobs MODIFY running_batch BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+               " DROP INDEX mysqlq_jobs_ready, ADD KEY mysqlq_jobs_ready (status, queue, priority, id)")
+NO_READY_INDEX = "ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_ready"
+FILL_READY = "INSERT INTO mysqlq_ready (queue, priority, job_id) SELECT queue, priority, id FROM mysqlq_jobs"
+
+# The statements that shape a fresh database (after mysqlq_jobs is made like the template's) per loop.
+SHAPES: dict[str, list[str]] = {
+    "ceiling": [],
+    "fewer": [BATCHES],
+    "pk": [BATCHES, STATE_NO_BATCH],
+    "pk-finished": [BATCHES, STATE_FINISHED],
+    "narrow": [BATCHES, READY, CLAIMED, NO_READY_INDEX, STATE_NO_BATCH],
+    "batchrow": [BATCHES, READY, NO_READY_INDEX, STATE_NO_BATCH],
+    "inplace": [BATCHES, FIXED, FIXED_CLAIM],
+    "batchrow-fixed": [BATCHES, READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
+}
+NARROW = ("narrow", "batchrow", "batchrow-fixed")
+
+
+@dataclass(frozen=True)
+class Design:
+    loop: str  # bare, ceiling, or a shape of SHAPES (its loop in design_loop.py)
+    batch: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.loop}/{self.batch}"
+
+    @property
+    def table(self) -> str:
+        return "job_queue" if self.loop == "bare" else "mysqlq_jobs"
+
+
+DESIGNS = [Design("bare", 100), Design("ceiling", 100), Design("fewer", 100), Design("inplace", 100),
+           Design("pk", 100), Design("pk-finished", 100), Design("narrow", 100), Design("batchrow", 100),
+           Design("batchrow-fixed", 100),
+           Design("bare", 500), Design("ceiling", 500), Design("inplace", 500), Design("pk-finished", 500),
+           Design("narrow", 500), Design("batchrow", 500), Design("batchrow-fixed", 500)]
+REFERENCE = Design("bare", 100)
+
+
+@dataclass
+class Run:
+    jobs: int
+    server_cpu: float  # s, over the drain
+    server_cpu_purged: float  # s, until purge caught up (NaN if it did not within serverwork's wait)
+    fill_cpu: float  # s, the server's CPU for the bulk fill (the narrow designs also fill mysqlq_ready)
+    steady: float  # s, first claim to last completion
+    status: dict[str, float] = field(default_factory=dict)  # SHOW GLOBAL STATUS deltas over the drain
+    deadlocks: int = 0
+
+
+def main(quick: bool, runs: int) -> int:
+    n = 5000 if quick else 20_000
+    started = time.perf_counter()
+    bench = Bench(quick, runs)
+    try:
+        print(f"# server: {bench.where}: {bench.server_info}")
+        print(f"# designs: {K} drainers each, {n} no-op jobs, runs={runs}, designs in alternation", flush=True)
+        probe = Probe(bench)
+        bench.fresh(TEMPLATE)
+        results: dict[Design, list[Run]] = {d: [] for d in DESIGNS}
+        for run in range(runs):
+            for design in DESIGNS:
+                note(f"designs run {run + 1}: {design.name}")
+                results[design].append(timed(bench, probe, design, f"dz_r{run}", n))
+        changes: dict[Design, dict[str, float]] = {}
+        for design in DESIGNS:
+            note(f"designs: {design.name}, changes counted by triggers")
+            changes[design] = counted(bench, probe, design, "dz_changes", max(n // 4, 5 * design.batch))
+        figures = figures_of(results, changes)
+        for fig in figures:
+            emit(fig)
+        print()
+        print(report(results, changes, bench, n))
+    finally:
+        bench.close()
+    print(f"\n# total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+# ---------------------------------------------------------------------------- one drain
+
+
+def prepare(bench: Bench, design: Design, name: str, n: int) -> tuple[mysqlq.Dsn, float]:
+    """A fresh database shaped for ``design`` holding ``n`` ready jobs; the server's CPU for the fill."""
+    dsn = bench.fresh(name, migrate=False)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    if design.loop == "bare":
+        bench_bare.create_table(cur)
+    else:
+        cur.execute(f"CREATE TABLE mysqlq_jobs LIKE `{DB_PREFIX + TEMPLATE}`.mysqlq_jobs")
+        for statement in SHAPES[design.loop]:
+            cur.execute(statement)
+    cpu = server_cpu(bench)
+    if design.loop == "bare":
+        bench_bare.fill(cur, [payload_bytes(i) for i in range(n)])
+    else:
+        fill_jobs(cur, n)
+        if design.loop in NARROW:
+            cur.execute(FILL_READY)
+    fill = cpu_since(server_cpu(bench), cpu)
+    conn.close()
+    return dsn, fill
+
+
+def drain(design: Design, dsn: mysqlq.Dsn, n: int) -> list[dict[str, Any]]:
+    """K drainers (bare.py, or design_loop.py), until each has found nothing left; their JSON lines."""
+    conn = json.dumps(connect_kwargs(dsn, dsn.database))
+    if design.loop in ("bare", "ceiling"):
+        args = [sys.executable, str(HERE / "bare.py"), "drain", "--conn", conn, "--batch", str(design.batch)]
+        if design.loop == "ceiling":
+            args += ["--statements", ceiling_statements()]
+    else:
+        args = [sys.executable, str(HERE / "design_loop.py"), "--design", design.loop, "--conn", conn,
+                "--batch", str(design.batch)]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, env=clean_env({})) for _ in range(K)]
+    outputs = [proc.communicate(timeout=max(120.0, n / 20))[0] for proc in procs]
+    if any(proc.returncode for proc in procs):
+        raise RuntimeError(f"{design.name}: a drainer failed")
+    return [json.loads(out) for out in outputs]
+
+
+def check_done(bench: Bench, design: Design, dsn: mysqlq.Dsn, n: int, outputs: list[dict[str, Any]]) -> None:
+    """Every job done once, nothing left claimed or ready; then the database is dropped."""
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    cur.execute("SELECT COUNT(*) FROM job_queue WHERE status = 2" if design.loop == "bare"
+                else "SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done' AND finished_at IS NOT NULL"
+                     " AND attempts = 1")
+    done = int(cur.fetchone()[0])
+    left = 0
+    if design.loop in NARROW:
+        cur.execute("SELECT (SELECT COUNT(*) FROM mysqlq_ready)"
+                    + (" + (SELECT COUNT(*) FROM mysqlq_claimed)" if design.loop == "narrow" else ""))
+        left = int(cur.fetchone()[0])
+    if design.loop not in ("bare", "ceiling"):
+        cur.execute("SELECT COUNT(*) FROM mysqlq_batches WHERE lease_until IS NOT NULL")
+        left += int(cur.fetchone()[0])
+    conn.close()
+    drained = sum(int(out["jobs"]) for out in outputs)
+    if done != n or drained != n or left:
+        raise RuntimeError(f"{design.name}: {drained} of {n} jobs drained, {done} done, {left} left claimed or ready")
+    bench.drop(dsn.database)
+
+
+def timed(bench: Bench, probe: Probe, design: Design, name: str, n: int) -> Run:
+    dsn, fill = prepare(bench, design, name, n)
+    probe.wait_purged()  # what the fill and the drain before left
+    level = probe.history_length()
+    before, cpu = probe.snapshot(), server_cpu(bench)
+    outputs = drain(design, dsn, n)
+    drained = server_cpu(bench)
+    status = minus(diff(probe.snapshot(), before), probe.own)
+    purged = probe.wait_purged(level)
+    until_purged = cpu_since(server_cpu(bench), cpu) if purged else float("nan")
+    check_done(bench, design, dsn, n, outputs)
+    first = min(out["first"] for out in outputs if out["first"] is not None)
+    last = max(out["last"] for out in outputs if out["last"] is not None)
+    return Run(n, cpu_since(drained, cpu), until_purged, fill, last - first, status,
+               sum(int(out.get("deadlocks", 0)) for out in outputs))
+
+
+def counted(bench: Bench, probe: Probe, design: Design, name: str, n: int) -> dict[str, float]:
+    """Per job: records and columns changed, by table and index, counted by serverwork's triggers."""
+    dsn, _ = prepare(bench, design, name, n)
+    conn = bench.connect(dsn)
+    cur = conn.cursor()
+    create_counting_triggers(cur, dsn.database, probe.mariadb)
+    outputs = drain(design, dsn, n)
+    cur.execute(f"SELECT tbl, idx, SUM(n) FROM {CHANGES_TABLE} GROUP BY tbl, idx")
+    found = {f"{tbl}.{idx}": float(total) / n for tbl, idx, total in cur.fetchall()}
+    conn.close()
+    check_done(bench, design, dsn, n, outputs)
+    return found
+
+
+# ---------------------------------------------------------------------------- figures and the report
+
+
+def wide_changes(design: Design, changes: dict[str, float]) -> tuple[float, float, float, float]:
+    """Per job: the queue table's records rewritten and columns changed; rows written in other tables
+    (inserted, deleted or rewritten); secondary-index entries changed in every table."""
+    table = design.table
+    rewritten = changes.get(f"{table}.(rows rewritten)", 0.0)
+    columns = changes.get(f"{table}.(columns changed)", 0.0)
+    others = sum(v for k, v in changes.items() if not k.startswith(f"{table}.")
+                 and (k.endswith(".PRIMARY") or k.endswith(".(rows rewritten)")))
+    entries = sum(v for k, v in changes.items() if not k.endswith((".PRIMARY", ")")))
+    return rewritten, columns, others, entries
+
+
+def per_job(runs: list[Run], get: Any) -> list[float]:
+    return [get(r) / r.jobs for r in runs]
+
+
+def figures_of(results: dict[Design, list[Run]], changes: dict[Design, dict[str, float]]) -> list[Figure]:
+    reference = results[REFERENCE]
+    figures = []
+    for design, runs in results.items():
+        fig = Figure("designs", {"design": design.loop, "batch": str(design.batch), "n": str(runs[0].jobs)},
+                     spread=("server_us_job", "steady_jobs_s"))
+        fig.add_list("server_us_job", per_job(runs, lambda r: r.server_cpu * 1e6))
+        fig.add_list("server_us_purged_job", per_job(runs, lambda r: r.server_cpu_purged * 1e6))
+        fig.add_list("ratio_bare_server_us",
+                     [r.server_cpu / b.server_cpu for r, b in zip(runs, reference, strict=True)])
+        fig.add_list("steady_jobs_s", [r.jobs / r.steady for r in runs])
+        fig.add_list("ratio_bare_steady", [b.steady / r.steady for r, b in zip(runs, reference, strict=True)])
+        fig.add_list("redo_bytes_job", per_job(runs, lambda r: redo_bytes(r.status)))
+        fig.add_list("statements_job", per_job(runs, lambda r: r.status.get("Questions", float("nan"))))
+        fig.add_list("handler_reads_job", per_job(runs, lambda r: sum(r.status.get(h, 0.0) for h in HANDLER_READS)))
+        fig.add_list("fill_server_us_job", per_job(runs, lambda r: r.fill_cpu * 1e6))
+        fig.add_list("deadlocks", [float(r.deadlocks) for r in runs])
+        rewritten, columns, others, entries = wide_changes(design, changes[design])
+        fig.add(rows_rewritten_job=rewritten, columns_changed_job=columns, other_rows_written_job=others,
+                entries_changed_job=entries)
+        figures.append(fig)
+    return figures
+
+
+def report(results: dict[Design, list[Run]], changes: dict[Design, dict[str, float]], bench: Bench, n: int) -> str:
+    reference = results[REFERENCE]
+    ceiling = results[Design("ceiling", 100)]
+    lines = [f"Per job, {n} no-op jobs drained by {K} processes, medians of {len(reference)} run(s) (server CPU: "
+             f"min–max); ratios taken run by run; {bench.server_info}", "",
+             "| design / batch | server CPU µs | × bare/100 | × ceiling/100 | CPU until purged µs | redo bytes "
+             "| statements | handler reads | jobs/s (first claim→last) | × bare/100 | wide row: rewrites; columns "
+             "| other rows written | index entries changed | bulk fill CPU µs |",
+             "|---|" + "---|" * 13]
+    for design, runs in results.items():
+        cpu = per_job(runs, lambda r: r.server_cpu * 1e6)
+        rewritten, columns, others, entries = wide_changes(design, changes[design])
+        lines.append(
+            f"| {design.name} | {fmt(median(cpu))} ({fmt(min(cpu))}–{fmt(max(cpu))}) "
+            f"| {fmt(median([r.server_cpu / b.server_cpu for r, b in zip(runs, reference, strict=True)]))} "
+            f"| {fmt(median([r.server_cpu / c.server_cpu for r, c in zip(runs, ceiling, strict=True)]))} "
+            f"| {fmt(median(per_job(runs, lambda r: r.server_cpu_purged * 1e6)))} "
+            f"| {fmt(median(per_job(runs, lambda r: redo_bytes(r.status))))} "
+            f"| {fmt(median(per_job(runs, lambda r: r.status.get('Questions', float('nan')))))} "
+            f"| {fmt(median(per_job(runs, lambda r: sum(r.status.get(h, 0.0) for h in HANDLER_READS))))} "
+            f"| {fmt(median([r.jobs / r.steady for r in runs]))} "
+            f"| {fmt(median([b.steady / r.steady for r, b in zip(runs, reference, strict=True)]))} "
+            f"| {fmt(rewritten)}; {fmt(columns)} | {fmt(others)} | {fmt(entries)} "
+            f"| {fmt(median(per_job(runs, lambda r: r.fill_cpu * 1e6)))} |")
+    return "\n".join(lines)
