@@ -16,7 +16,16 @@ import subprocess
 import sys
 from typing import Any
 
-from .conftest import QueueDB
+import pytest
+
+from .conftest import QueueDB, unavailable
+
+DJANGO_PROJECT = pathlib.Path(__file__).parent / "django_project"
+
+try:
+    import django
+except ImportError:  # pragma: no cover - the dev extra installs it
+    django = None
 
 # What `opentelemetry-instrument` does before a program starts, with the SDK's console exporter
 # writing one JSON span a line to the file named in $TEST_SPANS.
@@ -213,3 +222,45 @@ def test_a_producer_with_the_api_but_no_sdk_stores_nothing(qdb: QueueDB) -> None
     produced = produce(qdb, qdb.env(TEST_API_SPAN="1"), "test.record", {})  # a span, of the API's no-op tracer
     assert produced["context"] is None and "opentelemetry.trace" in produced["otel"]
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE trace_context IS NOT NULL") == 0
+
+
+# A Django project's process enqueueing a task through mysqlq's backend, inside a span when it traces.
+DJANGO_PRODUCER = """
+import json, os, sys
+import django
+django.setup()
+from shop import tasks
+from mysqlq.core.tracing import current_trace_context
+
+if os.environ.get("TEST_SPANS"):
+    from opentelemetry import trace
+    with trace.get_tracer("shop").start_as_current_span("checkout"):
+        result, context = tasks.add.enqueue(1, 2), current_trace_context()
+else:
+    result, context = tasks.add.enqueue(1, 2), current_trace_context()
+print(json.dumps({"ids": [int(result.id)], "context": context,
+                  "otel": sorted(name for name in sys.modules if name.startswith("opentelemetry"))}))
+"""
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
+def test_the_django_backend_stores_the_span_it_enqueues_in_and_nothing_without_one(qdb: QueueDB,
+                                                                                   traced: bool) -> None:
+    if django is None:
+        unavailable("Django is not installed")
+    env = traced_env(qdb, qdb.tmp / "spans.jsonl", "shop") if traced else qdb.env()
+    paths = [str(DJANGO_PROJECT), env.get("PYTHONPATH", "")]
+    env |= {"SHOP_DSN": qdb.dsn, "SHOP_SQLITE": str(qdb.tmp / "other.sqlite3"), "SHOP_RECORD": str(qdb.record_path),
+            "DJANGO_SETTINGS_MODULE": "shop.settings", "PYTHONPATH": os.pathsep.join(filter(None, paths))}
+    done = subprocess.run([sys.executable, "-c", DJANGO_PRODUCER], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    produced = json.loads(done.stdout.strip().splitlines()[-1])
+    (job_id,) = produced["ids"]
+    stored = qdb.scalar("SELECT trace_context FROM mysqlq_jobs WHERE id = %s", (job_id,))
+    if traced:
+        assert stored is not None and stored == produced["context"]
+        (checkout,) = span_named(read_spans(qdb.tmp / "spans.jsonl"), "checkout")
+        assert stored.startswith(f"00-{checkout['context']['trace_id'][2:]}-{checkout['context']['span_id'][2:]}-")
+    else:
+        assert stored is None and produced["context"] is None and produced["otel"] == []
