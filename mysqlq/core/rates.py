@@ -7,9 +7,11 @@ bucket start** (mysqlq.worker.rates admits them; mysqlq.store.rates counts).
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import re
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 
 from mysqlq.core.durations import format_duration, parse_duration
 from mysqlq.core.errors import ConfigError
@@ -18,6 +20,10 @@ MAX_STARTS = 1_000_000  # per period
 MIN_PERIOD = 0.001  # seconds
 MAX_PERIOD = 7 * 86400.0  # a week: starts older than that are never counted
 MAX_KEY = 150  # characters of a rate key kept in a bucket's name; a longer one is hashed
+# Jobs set aside together whose turns fall within this span come due together, at the last one's
+# turn: one promotion, claim and admission for the lot instead of one each (each starts at most this
+# much after its own turn; the limit is unaffected, it is counted at admission).
+TURN_SPAN = 0.05  # seconds
 _RATE = re.compile(r"\s*(\d+)\s*/\s*(\S+)\s*")
 
 
@@ -70,3 +76,81 @@ def handler_bucket(handler: str, key: str | None) -> str:
 def queue_bucket(queue: str) -> str:
     """The bucket of a queue limited as a whole."""
     return f"queue:{queue}"
+
+
+@dataclass
+class Turns:
+    """What an admission does with one bucket's jobs of a batch (see :func:`plan_turns`)."""
+
+    admitted: list[int] = field(default_factory=list)  # start now, in order of id
+    deferred: dict[int, datetime.datetime] = field(default_factory=dict)  # set aside until then
+    waiting: list[int] = field(default_factory=list)  # set aside for the first time: join the waiting list
+    next_at: datetime.datetime | None = None  # the waiting list's new tail (None: unchanged)
+
+
+def plan_turns(limit: RateLimit, now: datetime.datetime, count: int, oldest: Sequence[datetime.datetime],
+               next_at: datetime.datetime | None, jobs: Sequence[int], returning: Collection[int],
+               queue_ahead: bool, span: float = TURN_SPAN) -> Turns:
+    """Which of a bucket's claimed ``jobs`` (ids, ascending) start ``now`` and when the others come
+    back. ``count`` starts lie in the window ending now, the first of them (oldest first) in
+    ``oldest``; ``returning`` jobs were set aside before and their turn came; ``queue_ahead``: a job
+    set aside before, not among these, still waits (new jobs queue behind it, at the limit's steady
+    rate from ``next_at``).
+
+    A job over the limit takes the place of the start that leaves the window first and is not taken
+    yet, so jobs sent back together come back one place apart, not all at the same moment; those
+    whose turns fall within ``span`` seconds come back together at the last one's turn."""
+    period = datetime.timedelta(seconds=limit.period)
+    spacing = datetime.timedelta(seconds=limit.spacing)
+    turns = Turns()
+    room = limit.starts - count
+    tail = next_at if queue_ahead else None
+    later: list[datetime.datetime] = []  # turns given in this admission, in order
+
+    def start(index: int) -> datetime.datetime:
+        """The window's ``index``-th start (oldest first), counting the admitted and the set aside."""
+        if index < len(oldest):
+            return oldest[index]
+        if index < count:  # not read (more than a batch past the limit): as if it started now
+            return now
+        index -= count
+        if index < len(turns.admitted):
+            return now
+        return later[index - len(turns.admitted)]
+
+    for job_id in jobs:
+        new = job_id not in returning
+        if room > 0 and not (new and queue_ahead):
+            turns.admitted.append(job_id)
+            room -= 1
+            continue
+        passed = count + len(turns.admitted) + len(later) - limit.starts  # starts to leave the window first
+        at = start(passed) + period if passed >= 0 else now
+        if new:  # behind every job set aside before it, at the steady rate
+            at = max(at, tail or now)
+            tail = turns.next_at = at + spacing
+            turns.waiting.append(job_id)
+        later.append(at)
+        turns.deferred[job_id] = at
+    _together(turns.deferred, datetime.timedelta(seconds=span))
+    return turns
+
+
+def _together(deferred: dict[int, datetime.datetime], span: datetime.timedelta) -> None:
+    """In order of id, no turn before an earlier job's; turns within ``span`` of the first of their
+    group become the group's last."""
+    group: list[int] = []
+    for job_id in sorted(deferred):
+        at = max(deferred[job_id], deferred[group[-1]]) if group else deferred[job_id]
+        if group and at > deferred[group[0]] + span:
+            _settle(deferred, group)
+            group = []
+        deferred[job_id] = at
+        group.append(job_id)
+    _settle(deferred, group)
+
+
+def _settle(deferred: dict[int, datetime.datetime], group: list[int]) -> None:
+    """Every job of a group comes due at its last one's turn."""
+    for job_id in group[:-1]:
+        deferred[job_id] = deferred[group[-1]]

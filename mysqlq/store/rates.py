@@ -15,13 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mysqlq.core.rates import RateLimit
-from mysqlq.store import execute, execute_in
+from mysqlq.core.rates import RateLimit, plan_turns
+from mysqlq.store import execute, execute_in, expand
 from mysqlq.store.db import Cursor, transaction
 from mysqlq.store.sql import query
 
 LISTED = 1000  # buckets `mysqlq limits` lists at most
 SWEEP = 1000  # rows the leader's sweep deletes at a time
+KEPT = 60.0  # seconds a start is kept at least, whatever the period: `mysqlq limits` and /metrics show the last minute
 
 
 @dataclass(frozen=True)
@@ -70,38 +71,26 @@ def admit(cur: Cursor, batch_id: int, limited: Sequence[Limited]) -> RateAdmissi
 
 def _admit_bucket(cur: Cursor, batch_id: int, bucket: str, jobs: list[Limited], result: RateAdmission) -> None:
     limit = jobs[0].limit
-    period = datetime.timedelta(seconds=limit.period)
     params = {"bucket": bucket, "period_us": round(limit.period * 1e6)}
     execute(cur, "bucket_state", params)
     now, next_at, count, oldest = cur.fetchone()
-    execute(cur, "forget_starts", {**params, "now": now})
+    count = int(count)
+    execute(cur, "forget_starts", {"bucket": bucket, "now": now, "keep_us": round(max(limit.period, KEPT) * 1e6)})
     ids = [job.job_id for job in jobs]
     execute_in(cur, "returning_jobs", ids, before=(bucket,))
     returning = {int(row[0]) for row in cur.fetchall()}
     execute_in(cur, "first_waiting", ids, before=(bucket,))
-    first = cur.fetchone()  # the oldest job set aside before and not in this batch: it goes first
-    if first is None:
-        next_at = None
-    room = limit.starts - int(count)
-    admitted: list[int] = []
-    waiting: list[int] = []
-    spacing = datetime.timedelta(seconds=limit.spacing)
-    for job in jobs:
-        ahead = first is not None and job.job_id not in returning  # set aside before it: they go first
-        if room > 0 and not ahead:
-            admitted.append(job.job_id)
-            room -= 1
-            oldest = oldest or now
-            continue
-        room_at = oldest + period if room <= 0 and oldest is not None else now  # when the window has room
-        if job.job_id in returning:  # its turn came, but starts made late still fill the window
-            at = room_at
-        else:  # behind every job set aside before it, at the steady rate
-            at = max(room_at, next_at or now)
-            next_at = at + spacing
-            waiting.append(job.job_id)
-        _defer(cur, batch_id, job.job_id, at)
-        result.deferred[job.job_id] = max(0.0, (at - now).total_seconds())
+    queue_ahead = cur.fetchone() is not None  # a job set aside before and not in this batch goes first
+    starts = [oldest] if oldest is not None else []
+    passing = min(count, count + len(ids) - limit.starts)  # starts whose leaving the window these may wait for
+    if passing > 1:
+        execute(cur, "oldest_starts", {**params, "now": now, "limit": passing})
+        starts = [row[0] for row in cur.fetchall()]
+    turns = plan_turns(limit, now, count, starts, next_at, ids, returning, queue_ahead)
+    if turns.deferred:
+        _set_aside(cur, batch_id, turns.deferred)
+        result.deferred.update((job_id, max(0.0, (at - now).total_seconds())) for job_id, at in turns.deferred.items())
+    admitted = turns.admitted
     if admitted:
         cur.execute(_rows("record_starts", [(bucket, now, job_id) for job_id in admitted]),
                     [value for job_id in admitted for value in (bucket, now, job_id)])
@@ -109,14 +98,18 @@ def _admit_bucket(cur: Cursor, batch_id: int, bucket: str, jobs: list[Limited], 
         if returning & set(admitted):
             execute_in(cur, "stop_waiting", sorted(returning & set(admitted)), before=(bucket,))
         result.admitted.update(admitted)
-    if waiting:
-        cur.execute(_rows("add_waiting", [(bucket, job_id) for job_id in waiting]),
-                    [value for job_id in waiting for value in (bucket, job_id)])
-        execute(cur, "set_next_at", {"bucket": bucket, "next_at": next_at})
+    if turns.waiting:
+        cur.execute(_rows("add_waiting", [(bucket, job_id) for job_id in turns.waiting]),
+                    [value for job_id in turns.waiting for value in (bucket, job_id)])
+        execute(cur, "set_next_at", {"bucket": bucket, "next_at": turns.next_at})
 
 
-def _defer(cur: Cursor, batch_id: int, job_id: int, at: datetime.datetime) -> None:
-    execute(cur, "defer_job", {"id": job_id, "batch_id": batch_id, "at": at})
+def _set_aside(cur: Cursor, batch_id: int, deferred: dict[int, datetime.datetime]) -> None:
+    """One statement for a bucket's jobs over the limit: each a scheduled job until its turn."""
+    ids = sorted(deferred)
+    turns = [value for job_id in ids for value in (job_id, deferred[job_id])]
+    sql = expand("set_aside_jobs", len(ids)).replace("{turns}", " ".join(["WHEN %s THEN %s"] * len(ids)))
+    cur.execute(sql, [*turns, *turns, batch_id, *ids])
 
 
 @dataclass(frozen=True)

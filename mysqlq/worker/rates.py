@@ -14,6 +14,8 @@ pay one dictionary look-up each, in Python.
 
 from __future__ import annotations
 
+import heapq
+import time
 from functools import partial
 from typing import Any
 
@@ -26,6 +28,7 @@ from mysqlq.store import rates as store
 from mysqlq.store.db import Database
 
 _NONE = (None, None)
+TURNS_KEPT = 10_000  # turns a worker remembers to promote; past that, its polls find the rest
 
 
 class Rates:
@@ -39,6 +42,7 @@ class Rates:
         self.overrides: dict[tuple[str, str], RateLimit | None] = {}
         self.changed: str | None = None  # how many limits operators set and their newest change, as last read
         self.soonest: float | None = None  # seconds until the next job set aside comes due (the last admission)
+        self.turns: list[float] = []  # a heap: when (monotonic) jobs this worker set aside come due
 
     # ---------------------------------------------------------------- which limit
 
@@ -100,7 +104,25 @@ class Rates:
                              note="another worker took the claim over before it started; not run")
         if result.deferred:
             self.soonest = min(result.deferred.values())
+            self._remember(set(result.deferred.values()))
         return [job for job in jobs if job.id not in buckets or job.id in result.admitted]
+
+
+    def _remember(self, turns: set[float]) -> None:
+        now = time.monotonic()
+        for seconds in sorted(turns)[:TURNS_KEPT - len(self.turns)]:
+            heapq.heappush(self.turns, now + seconds)
+
+    def next_turn(self) -> float | None:
+        """Seconds until the next turn of the jobs this worker set aside (None: none to come). The
+        worker promotes each in its time, so a job set aside never waits for a poll."""
+        turns = self.turns
+        if not turns:
+            return None
+        now = time.monotonic()
+        while turns and turns[0] <= now:
+            heapq.heappop(turns)
+        return turns[0] - now if turns else None
 
 
 def _key(key_of: Any, job: ClaimedJob) -> str | None:

@@ -17,10 +17,17 @@ SELECT NOW(6),
   FROM mysqlq_rate_starts
  WHERE bucket = %(bucket)s AND started_at > NOW(6) - INTERVAL %(period_us)s MICROSECOND;
 
+-- name: oldest_starts
+-- The first starts to leave the window (when jobs over the limit may take their places).
+SELECT started_at FROM mysqlq_rate_starts
+ WHERE bucket = %(bucket)s AND started_at > %(now)s - INTERVAL %(period_us)s MICROSECOND
+ ORDER BY started_at LIMIT %(limit)s;
+
 -- name: forget_starts
--- Starts that no window of this bucket counts any more.
+-- Starts that no window of this bucket counts any more, kept a minute at least (the starts of the
+-- last minute are listed and exported).
 DELETE FROM mysqlq_rate_starts
- WHERE bucket = %(bucket)s AND started_at <= %(now)s - INTERVAL %(period_us)s MICROSECOND;
+ WHERE bucket = %(bucket)s AND started_at <= %(now)s - INTERVAL %(keep_us)s MICROSECOND;
 
 -- name: returning_jobs
 -- Which of the listed jobs were set aside for this bucket before (they come back in their turn).
@@ -58,14 +65,15 @@ INSERT IGNORE INTO mysqlq_rate_waiting (bucket, job_id) VALUES {rows};
 -- When the next job set aside for a bucket may start.
 UPDATE mysqlq_rate_buckets SET next_at = %(next_at)s WHERE bucket = %(bucket)s;
 
--- name: defer_job
--- A claimed job over its bucket's limit waits for its turn as a scheduled job: not started, no
--- lease, and the attempt its claim took refunded. Fenced by the claim token.
+-- name: set_aside_jobs
+-- Claimed jobs of one bucket over its limit wait for their turns as scheduled jobs (each its own
+-- time, {turns}: WHEN id THEN time, twice): not started, no lease, and the attempt their claim took
+-- refunded. Fenced by the claim token.
 UPDATE mysqlq_jobs
-   SET status = 'scheduled', run_at = %(at)s, scheduled_at = %(at)s,
+   SET status = 'scheduled', run_at = CASE id {turns} END, scheduled_at = CASE id {turns} END,
        running_batch = NULL, batch_id = NULL, lease_until = NULL, started_at = NULL,
        worker_id = NULL, worker = NULL, attempts = GREATEST(attempts, 1) - 1
- WHERE id = %(id)s AND running_batch = %(batch_id)s;
+ WHERE running_batch = %s AND id IN ({ids});
 
 -- name: rate_overrides
 -- The limits operators set (every worker keeps them; a change moves the newest changed_at).
