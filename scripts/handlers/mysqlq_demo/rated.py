@@ -11,3 +11,8 @@ import mysqlq
 @mysqlq.handler(rate_limit="200/s")
 def rated(payload: Any, ctx: Any) -> None:
     """Do nothing, at most 200 starting in any second (W10)."""
+
+
+@mysqlq.handler(rate_limit="5/s", rate_key=lambda payload: payload["key"])
+def rated_key(payload: Any, ctx: Any) -> None:
+    """Do nothing, at most 5 of one payload ``key`` starting in any second (W10keys)."""
