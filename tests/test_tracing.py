@@ -60,6 +60,13 @@ with mysqlq.Producer(settings) as producer:
         if how == "group":
             group = producer.group([Job(handler, payload) for _ in range(3)], then=Job(handler, payload))
             return [*group.members, group.callback]
+        if how == "after":  # two jobs, each enqueued in a span of its own, then one after both
+            from opentelemetry import trace
+            members = []
+            for name in ("order a", "order b"):
+                with trace.get_tracer("shop").start_as_current_span(name):
+                    members.append(producer.enqueue(handler, payload))
+            return [*members, producer.enqueue(handler, payload, after=members)]
         return [producer.enqueue(handler, payload)]
 
     if os.environ.get("TEST_SPANS") or os.environ.get("TEST_API_SPAN"):
@@ -204,6 +211,27 @@ def test_a_workflows_jobs_join_the_trace_it_was_enqueued_in(qdb: QueueDB) -> Non
     assert set(processes) == {str(job_id) for job_id in [*members, callback]}
     assert {span["parent_id"] for span in processes.values()} == {checkout_id}
     assert {span["context"]["trace_id"] for span in processes.values()} == {trace_id}
+    assert all(not span["links"] for span in processes.values())  # its members' spans are its own: no link
+
+
+def test_a_job_enqueued_after_others_links_to_the_spans_they_were_enqueued_in(qdb: QueueDB) -> None:
+    spans_file = qdb.tmp / "spans.jsonl"
+    produced = produce(qdb, traced_env(qdb, spans_file, "shop"), "test.traced", {}, how="after")
+    first, second, callback = produced["ids"]
+    qdb.worker(env=traced_env(qdb, spans_file, "worker"))
+    qdb.wait_done(3, timeout=30)
+    qdb.wait_for(lambda: len(span_named(read_spans(spans_file), "work")) == 3, timeout=10, what="three runs")
+    spans = read_spans(spans_file)
+    print_spans("spans of two jobs and one enqueued after both", spans)
+    (checkout,) = span_named(spans, "checkout")
+    orders = [context_of(span) for name in ("order a", "order b") for span in span_named(spans, name)]
+    (run,) = span_named(spans, "process default", **{"messaging.message.id": str(callback)})
+    assert run["parent_id"] == checkout["context"]["span_id"]
+    assert sorted(context_of(link) for link in run["links"]) == sorted(orders)
+    assert {link["attributes"]["mysqlq.link"] for link in run["links"]} == {"parent_enqueued_in"}
+    for member, order in zip((first, second), orders, strict=True):  # the members: children, no links
+        (member_run,) = span_named(spans, "process default", **{"messaging.message.id": str(member)})
+        assert member_run["parent_id"] == order[1] and not member_run["links"]
 
 
 def test_without_opentelemetry_nothing_is_stored_and_nothing_imports_it(qdb: QueueDB) -> None:

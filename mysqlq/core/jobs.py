@@ -330,6 +330,7 @@ class ClaimedJob(NamedTuple):
     snoozes: int = 0  # how often its handler snoozed it so far (mysqlq.Snooze)
     tags: str | None = None  # as stored: a JSON array (None: no tags)
     trace_context: str | None = None  # the span it was enqueued in (mysqlq.core.tracing; None: none)
+    after_others: int = 0  # 1: enqueued after other jobs (a workflow's callback or step)
 
 
 _as_claimed = partial(tuple.__new__, ClaimedJob)

@@ -166,6 +166,12 @@ def parents_of(cur: Cursor, job_id: int, limit: int = MAX_PARENTS, results: bool
             for pid, status, result in cur.fetchall()]
 
 
+def parents_trace_contexts(cur: Cursor, job_id: int, limit: int) -> list[str]:
+    """The trace contexts the parents of ``job_id`` were enqueued in, each once, at most ``limit``."""
+    execute(cur, "parents_trace_contexts", {"id": job_id, "limit": limit})
+    return [str(context) for (context,) in cur.fetchall()]
+
+
 def dependents_of(cur: Cursor, job_id: int, limit: int = 1000) -> list[tuple[int, str]]:
     """The jobs that wait (or waited) for ``job_id``: (id, status), in id order, at most ``limit``."""
     execute(cur, "dependents_list", {"id": job_id, "limit": limit})

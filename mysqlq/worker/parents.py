@@ -1,17 +1,22 @@
 """What a handler reads of the jobs its job waited for (``ctx.parents``), on a connection of its own.
 
-Only jobs enqueued after others ask; the connection is opened on the first question and shared by
+Only jobs enqueued after others ask (and a worker that traces, for the spans their parents were
+enqueued in); the connection is opened on the first question and shared by
 the worker's slots, one question at a time.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import Parent
 from mysqlq.store import dependencies
-from mysqlq.store.db import CLI_RETRY, Database
+from mysqlq.store.db import CLI_RETRY, Cursor, Database
+
+T = TypeVar("T")
 
 
 class ParentsReader:
@@ -21,10 +26,17 @@ class ParentsReader:
         self._lock = threading.Lock()
 
     def __call__(self, job_id: int) -> list[Parent]:
+        return self._run(lambda cur: dependencies.parents_of(cur, job_id))
+
+    def trace_contexts(self, job_id: int, limit: int) -> list[str]:
+        """The spans the parents of ``job_id`` were enqueued in (the links of its span, mysqlq.worker.tracing)."""
+        return self._run(lambda cur: dependencies.parents_trace_contexts(cur, job_id, limit))
+
+    def _run(self, question: Callable[[Cursor], T]) -> T:
         with self._lock:
             if self._db is None:
                 self._db = Database(self.settings.dsn, retry=CLI_RETRY)
-            return self._db.run(lambda cur: dependencies.parents_of(cur, job_id))
+            return self._db.run(question)
 
     def close(self) -> None:
         with self._lock:

@@ -150,7 +150,7 @@ class Runner:
         self.default_limit = settings.time_limit
         # The jobs' spans when this process traces (mysqlq.worker.tracing); looked for again when a
         # handler's module is imported, which may be where the application sets OpenTelemetry up.
-        self.spans: JobSpans | None = start()
+        self.spans: JobSpans | None = start(self.read_parents.trace_contexts)
 
     def spec(self, name: str) -> HandlerSpec:
         """The handler called ``name`` (HandlerNotFound / HandlerLoadError when it cannot be had;
@@ -160,7 +160,7 @@ class Runner:
             func = self.registry.resolve(name)
             logs.adopt_structlog()  # a handler module that logs with structlog itself: into our lines
             if self.spans is None:
-                self.spans = start()
+                self.spans = start(self.read_parents.trace_contexts)
             found = self.specs[name] = HandlerSpec(func, declared_time_limit(func), is_transactional(func),
                                                     inspect.iscoroutinefunction(func))
         return found

@@ -2,7 +2,8 @@
 that took jobs is a CLIENT span ``receive <queue>`` with ``messaging.batch.message_count`` and a link to
 each job's enqueueing span; each run of a job is a CONSUMER span ``process <queue>``, current while its
 handler runs (a handler's own spans nest inside), with the job's id, attempt, handler, tags and outcome,
-and the exception recorded when the handler raised.
+and the exception recorded when the handler raised. A job enqueued after others (a workflow's
+callback or step) also links to the spans its parents were enqueued in, when those are not its own.
 
 The first run of a job is a child of the span it was enqueued in (the trace context stored with it,
 mysqlq.core.tracing): the producer's request and the job's work read as one trace. A retry, or a run
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 SYSTEM = "mysqlq"
 MAX_CLAIM_LINKS = 128  # the SDK's default limit of links per span
+MAX_PARENT_LINKS = 100  # of a workflow's job: one per distinct span its parents were enqueued in
+Parents = Callable[[int, int], list[str]]  # (job id, at most) -> its parents' stored trace contexts
 
 
 def active() -> bool:
@@ -47,15 +50,16 @@ def active() -> bool:
     return not isinstance(api.get_tracer_provider(), api.ProxyTracerProvider | api.NoOpTracerProvider)
 
 
-def start() -> JobSpans | None:
-    """The worker's spans when this process traces (see :func:`active`), else None."""
-    return JobSpans() if active() else None
+def start(parents: Parents) -> JobSpans | None:
+    """The worker's spans when this process traces (see :func:`active`), else None. ``parents``
+    answers which spans a job's parents were enqueued in (mysqlq.worker.parents.ParentsReader)."""
+    return JobSpans(parents) if active() else None
 
 
 class JobSpans:
     """Makes the spans of a worker that traces."""
 
-    def __init__(self) -> None:
+    def __init__(self, parents: Parents) -> None:
         from opentelemetry import context, trace
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -63,10 +67,14 @@ class JobSpans:
         self._root = context.Context()  # no parent: the worker's loop is in no trace of its own
         self._propagator = TraceContextTextMapPropagator()
         self.tracer = trace.get_tracer("mysqlq")
+        self._parents = parents
 
     def enqueued_in(self, job: ClaimedJob) -> SpanContext | None:
         """The span ``job`` was enqueued in (None: none stored, or not a valid traceparent)."""
-        headers = trace_headers(job.trace_context)
+        return self._span_context(job.trace_context)
+
+    def _span_context(self, stored: str | None) -> SpanContext | None:
+        headers = trace_headers(stored)
         if not headers:
             return None
         found = self._trace.get_current_span(self._propagator.extract(headers)).get_span_context()
@@ -128,6 +136,8 @@ class JobSpans:
                 parent = trace.set_span_in_context(trace.NonRecordingSpan(enqueued_in))
             else:
                 links.append(trace.Link(enqueued_in, {"mysqlq.link": "enqueued_in"}))
+        if job.after_others:
+            links += self._parent_links(job, enqueued_in)
         attributes: dict[str, Any] = {
             "messaging.system": SYSTEM, "messaging.operation.type": "process", "messaging.operation.name": "process",
             "messaging.destination.name": job.queue, "messaging.message.id": str(job.id),
@@ -142,6 +152,19 @@ class JobSpans:
         return self.tracer.start_as_current_span(f"process {job.queue}", parent, trace.SpanKind.CONSUMER,
                                                  attributes, links, record_exception=False,
                                                  set_status_on_exception=False)
+
+    def _parent_links(self, job: ClaimedJob, own: SpanContext | None) -> list[Link]:
+        """Links to the spans the parents of a workflow's job were enqueued in, other than its own."""
+        try:
+            stored = self._parents(job.id, MAX_PARENT_LINKS)
+        except Exception:  # a span's links never fail the job they describe
+            return []
+        links = []
+        for context in stored:
+            found = self._span_context(context)
+            if found is not None and (own is None or (found.trace_id, found.span_id) != (own.trace_id, own.span_id)):
+                links.append(self._trace.Link(found, {"mysqlq.link": "parent_enqueued_in"}))
+        return links
 
     def _raised(self, span: Span, job: ClaimedJob, exc: BaseException) -> None:
         """What the handler raised: a snooze is no error; anything else fails this attempt."""

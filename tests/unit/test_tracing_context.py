@@ -63,4 +63,4 @@ def test_no_header_for_nothing_stored() -> None:
 
 def test_a_worker_traces_only_once_a_tracer_provider_is_set() -> None:
     assert not worker_tracing.active()  # the API's proxy provider: spans that record nothing
-    assert worker_tracing.start() is None
+    assert worker_tracing.start(lambda job_id, limit: []) is None

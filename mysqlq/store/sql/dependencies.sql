@@ -120,6 +120,13 @@ SELECT p.id, p.status, IF(%(results)s, p.result, NULL)
   FROM mysqlq_dependencies d JOIN mysqlq_jobs p ON p.id = d.parent_id
  WHERE d.child_id = %(id)s ORDER BY p.id LIMIT %(limit)s;
 
+-- name: parents_trace_contexts
+-- The spans a job's parents were enqueued in (mysqlq.core.tracing), each once, at most a given number:
+-- the links of its span when the worker traces.
+SELECT DISTINCT p.trace_context
+  FROM mysqlq_dependencies d JOIN mysqlq_jobs p ON p.id = d.parent_id
+ WHERE d.child_id = %(id)s AND p.trace_context IS NOT NULL LIMIT %(limit)s;
+
 -- name: dependents_list
 -- A job's dependents, in id order, and how they stand (at most a page of them).
 SELECT c.id, c.status FROM mysqlq_dependencies d JOIN mysqlq_jobs c ON c.id = d.child_id
