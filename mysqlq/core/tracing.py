@@ -9,11 +9,12 @@ and mysqlq adds no import to an application that does not trace.
 
 from __future__ import annotations
 
+import re
 import sys
 
-TRACEPARENT = "traceparent"
-TRACESTATE = "tracestate"
 MAX_LENGTH = 600  # the width of mysqlq_jobs.trace_context
+# A traceparent: version, trace id, parent span id, flags (a later version may add fields after them).
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-[0-9a-zA-Z-]*)?")
 
 
 def current_trace_context() -> str | None:
@@ -33,12 +34,16 @@ def current_trace_context() -> str | None:
     return parent
 
 
-def trace_headers(value: str | None) -> dict[str, str]:
-    """The stored value back as W3C headers (``traceparent`` and maybe ``tracestate``); empty for None."""
+def parse_trace_context(value: str | None) -> tuple[int, int, int, str] | None:
+    """A stored value as (trace id, span id, flags, tracestate header or ""); None for nothing
+    stored or not a valid traceparent (as W3C Trace Context reads it: version ff and zero ids are not)."""
     if not value:
-        return {}
+        return None
     parent, _, state = value.strip().partition(" ")
-    headers = {TRACEPARENT: parent}
-    if state.strip():
-        headers[TRACESTATE] = state.strip()
-    return headers
+    match = _TRACEPARENT.fullmatch(parent)
+    if match is None:
+        return None
+    version, trace_id, span_id, flags, more = match.groups()
+    if version == "ff" or (version == "00" and more) or not int(trace_id, 16) or not int(span_id, 16):
+        return None
+    return int(trace_id, 16), int(span_id, 16), int(flags, 16), state.strip()

@@ -18,6 +18,7 @@ Tracing is on when the process has imported OpenTelemetry and set a tracer provi
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from mysqlq.core.errors import JobTimeout, Snooze
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.core.tracing import trace_headers
+from mysqlq.core.tracing import parse_trace_context
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -61,11 +62,9 @@ class JobSpans:
 
     def __init__(self, parents: Parents) -> None:
         from opentelemetry import context, trace
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         self._trace = trace
         self._root = context.Context()  # no parent: the worker's loop is in no trace of its own
-        self._propagator = TraceContextTextMapPropagator()
         self.tracer = trace.get_tracer("mysqlq")
         self._parents = parents
 
@@ -74,11 +73,7 @@ class JobSpans:
         return self._span_context(job.trace_context)
 
     def _span_context(self, stored: str | None) -> SpanContext | None:
-        headers = trace_headers(stored)
-        if not headers:
-            return None
-        found = self._trace.get_current_span(self._propagator.extract(headers)).get_span_context()
-        return found if found.is_valid else None
+        return _span_context(stored) if stored else None
 
     def claimed(self, jobs: list[ClaimedJob], batch_id: int, claimed_at: float) -> None:
         """The span of a claim sent at ``claimed_at`` (monotonic) that took ``jobs``."""
@@ -177,6 +172,21 @@ class JobSpans:
                            f"{kind.__module__}.{kind.__qualname__}")
         span.set_attribute("mysqlq.job.outcome", "failed" if job.attempt < job.max_attempts else "dead")
         span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, f"{kind.__name__}: {exc}"[:300]))
+
+
+@functools.lru_cache(maxsize=256)
+def _span_context(stored: str) -> SpanContext | None:
+    """A stored trace context as the remote span it names (None: not a valid one). Kept for the
+    jobs that follow: those enqueued in one span (a bulk enqueue, a workflow) share it, and the
+    claim's span reads every job's before its run's span does."""
+    parsed = parse_trace_context(stored)
+    if parsed is None:
+        return None
+    from opentelemetry.trace import SpanContext, TraceFlags, TraceState
+
+    trace_id, span_id, flags, state = parsed
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags),
+                       trace_state=TraceState.from_header([state]) if state else None)
 
 
 def _tags(stored: str | None) -> list[str]:
