@@ -27,13 +27,21 @@ The designs (design_loop.py holds their statements):
   ``batchrow``: the same with no claimed row per job, the batch's row keeping its jobs' ids and
   fencing the completion;
 
-each at batch 100 (mysqlq's default), and some at 500. Per-job figures and ratios within the run
-only: the machine may be shared. A private server of its own (default settings), or MYSQLQ_DSN.
+- ``inplace``: ``fewer`` on a table whose columns the claim and the completion change are all NOT
+  NULL and of fixed size (0 or the epoch for "none"; the ready index keyed on the status instead of
+  ``ready_queue``), so that InnoDB rewrites the record in place; ``batchrow-fixed``: ``batchrow``
+  with the same fixed-size columns;
+
+each at batch 100 (mysqlq's default), and some at 500. ``MYSQLQ_BENCH_DESIGNS=inplace/100,batchrow/500``
+runs only those (and the two references, bare/100 and ceiling/100), e.g. with ``--runs 5`` for a
+narrower spread. Per-job figures and ratios within the run only: the machine may be shared. A
+private server of its own (default settings), or MYSQLQ_DSN.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -130,6 +138,23 @@ DESIGNS = [Design("bare", 100), Design("ceiling", 100), Design("fewer", 100), De
            Design("bare", 500), Design("ceiling", 500), Design("inplace", 500), Design("pk-finished", 500),
            Design("narrow", 500), Design("batchrow", 500), Design("batchrow-fixed", 500)]
 REFERENCE = Design("bare", 100)
+CEILING = Design("ceiling", 100)
+
+
+def selected() -> list[Design]:
+    """DESIGNS, or those MYSQLQ_BENCH_DESIGNS names (``loop/batch``, comma-separated) after the references."""
+    given = os.environ.get("MYSQLQ_BENCH_DESIGNS", "").strip()
+    if not given:
+        return DESIGNS
+    chosen = [REFERENCE, CEILING]
+    for item in (s.strip() for s in given.split(",") if s.strip()):
+        loop, _, batch = item.partition("/")
+        if loop not in ("bare", *SHAPES) or not batch.isdigit() or int(batch) < 1:
+            raise SystemExit(f"MYSQLQ_BENCH_DESIGNS: {item!r} is no design/batch (designs: bare, {', '.join(SHAPES)})")
+        design = Design(loop, int(batch))
+        if design not in chosen:
+            chosen.append(design)
+    return chosen
 
 
 @dataclass
@@ -152,13 +177,14 @@ def main(quick: bool, runs: int) -> int:
         print(f"# designs: {K} drainers each, {n} no-op jobs, runs={runs}, designs in alternation", flush=True)
         probe = Probe(bench)
         bench.fresh(TEMPLATE)
-        results: dict[Design, list[Run]] = {d: [] for d in DESIGNS}
+        chosen = selected()
+        results: dict[Design, list[Run]] = {d: [] for d in chosen}
         for run in range(runs):
-            for design in DESIGNS:
+            for design in chosen:
                 note(f"designs run {run + 1}: {design.name}")
                 results[design].append(timed(bench, probe, design, f"dz_r{run}", n))
         changes: dict[Design, dict[str, float]] = {}
-        for design in DESIGNS:
+        for design in chosen:
             note(f"designs: {design.name}, changes counted by triggers")
             changes[design] = counted(bench, probe, design, "dz_changes", max(n // 4, 5 * design.batch))
         figures = figures_of(results, changes)
@@ -314,7 +340,7 @@ def figures_of(results: dict[Design, list[Run]], changes: dict[Design, dict[str,
 
 def report(results: dict[Design, list[Run]], changes: dict[Design, dict[str, float]], bench: Bench, n: int) -> str:
     reference = results[REFERENCE]
-    ceiling = results[Design("ceiling", 100)]
+    ceiling = results[CEILING]
     lines = [f"Per job, {n} no-op jobs drained by {K} processes, medians of {len(reference)} run(s) (server CPU: "
              f"min–max); ratios taken run by run; {bench.server_info}", "",
              "| design / batch | server CPU µs | × bare/100 | × ceiling/100 | CPU until purged µs | redo bytes "
