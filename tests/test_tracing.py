@@ -197,6 +197,21 @@ def test_a_retry_starts_a_trace_of_its_own_linked_to_the_enqueueing_span(qdb: Qu
     assert works == {first["context"]["span_id"], second["context"]["span_id"]}  # the handler's spans nest
 
 
+def test_a_run_past_its_time_limit_is_a_failed_span(qdb: QueueDB) -> None:
+    spans_file = qdb.tmp / "spans.jsonl"
+    produced = produce(qdb, traced_env(qdb, spans_file, "shop"), "test.traced", {"sleep": 1.5})
+    (job_id,) = produced["ids"]
+    # Two slots: the job runs on a thread, which is not stopped at the limit: recorded failed then.
+    qdb.worker("--time-limit", "0.5", "--concurrency", "2", env=traced_env(qdb, spans_file, "worker"))
+    qdb.wait_for(lambda: span_named(read_spans(spans_file), "process default", **{"mysqlq.job.attempt": 1}),
+                 timeout=30, what="the first run's span")
+    (run,) = span_named(read_spans(spans_file), "process default", **{"mysqlq.job.attempt": 1})
+    assert run["status"]["status_code"] == "ERROR" and run["attributes"]["mysqlq.job.outcome"] == "failed"
+    assert run["attributes"]["error.type"] == "mysqlq.core.errors.JobTimeout" and not run["events"]
+    qdb.wait_for(lambda: "JobTimeout" in (qdb.scalar("SELECT last_error FROM mysqlq_jobs WHERE id = %s", (job_id,))
+                                          or ""), timeout=30, what="the job recorded failed at its limit")
+
+
 def test_a_workflows_jobs_join_the_trace_it_was_enqueued_in(qdb: QueueDB) -> None:
     spans_file = qdb.tmp / "spans.jsonl"
     produced = produce(qdb, traced_env(qdb, spans_file, "shop"), "test.traced", {}, how="group")

@@ -182,8 +182,9 @@ class Runner:
             # The first lookup imports the handler's module: a cost of the worker's start, not of
             # this job, whose time sizes the next claims (a blind claim would shrink for it).
             started = time.monotonic()
-        func = spec.func if self.spans is None else self.spans.wrap(job, spec.func, spec.is_async)
-        return Prepared(job, func, payload, self.limit(job, spec), spec.transactional, spec.is_async, started)
+        limit = self.limit(job, spec)
+        func = spec.func if self.spans is None else self.spans.wrap(job, spec.func, spec.is_async, limit)
+        return Prepared(job, func, payload, limit, spec.transactional, spec.is_async, started)
 
     def limit(self, job: ClaimedJob, spec: HandlerSpec) -> float:
         """A job's time limit: its own, else its handler's declared one, else the worker's default."""

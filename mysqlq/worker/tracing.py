@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mysqlq.core.errors import JobTimeout, Snooze
+from mysqlq.core.errors import Snooze
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.tracing import parse_trace_context
 
@@ -93,8 +93,10 @@ class JobSpans:
         name = f"receive {queues[0]}" if len(queues) == 1 else "receive"
         self.tracer.start_span(name, self._root, trace.SpanKind.CLIENT, attributes, links, started).end()
 
-    def wrap(self, job: ClaimedJob, func: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
-        """``func`` run inside the job's span (see the module's docstring)."""
+    def wrap(self, job: ClaimedJob, func: Callable[..., Any], is_async: bool, limit: float) -> Callable[..., Any]:
+        """``func`` run inside the job's span (see the module's docstring). A plain handler in a slot is
+        not stopped at its time limit ``limit`` (a thread cannot be): one that returns after it (and
+        after it was recorded failed) has a failed span."""
         if is_async:
 
             async def traced_async(payload: Any, ctx: Any) -> Any:
@@ -104,19 +106,20 @@ class JobSpans:
                     except BaseException as exc:
                         self._raised(span, job, exc)
                         raise
-                    span.set_attribute("mysqlq.job.outcome", "done")
+                    span.set_attribute("mysqlq.job.outcome", "done")  # even late: wait_for then returns its value
                     return value
 
             return traced_async
 
         def traced(payload: Any, ctx: Any) -> Any:
             with self._span(job) as span:
+                started = time.monotonic()
                 try:
                     value = func(payload, ctx)
                 except BaseException as exc:
                     self._raised(span, job, exc)
                     raise
-                span.set_attribute("mysqlq.job.outcome", "done")
+                self._returned(span, job, started, limit)
                 return value
 
         return traced
@@ -161,6 +164,14 @@ class JobSpans:
                 links.append(self._trace.Link(found, {"mysqlq.link": "parent_enqueued_in"}))
         return links
 
+    def _returned(self, span: Span, job: ClaimedJob, started: float, limit: float) -> None:
+        """The handler returned: done, unless after its time limit (then it was recorded failed)."""
+        if time.monotonic() - started > limit:
+            self._failed(span, job, "mysqlq.core.errors.JobTimeout",
+                         f"JobTimeout: ran past its time limit of {limit:g}s")
+        else:
+            span.set_attribute("mysqlq.job.outcome", "done")
+
     def _raised(self, span: Span, job: ClaimedJob, exc: BaseException) -> None:
         """What the handler raised: a snooze is no error; anything else fails this attempt."""
         if isinstance(exc, Snooze):
@@ -168,10 +179,12 @@ class JobSpans:
             return
         kind = type(exc)
         span.record_exception(exc)
-        span.set_attribute("error.type", "JobTimeout" if isinstance(exc, JobTimeout) else
-                           f"{kind.__module__}.{kind.__qualname__}")
+        self._failed(span, job, f"{kind.__module__}.{kind.__qualname__}", f"{kind.__name__}: {exc}")
+
+    def _failed(self, span: Span, job: ClaimedJob, error_type: str, description: str) -> None:
+        span.set_attribute("error.type", error_type)  # the exception's class, e.g. mysqlq.core.errors.JobTimeout
         span.set_attribute("mysqlq.job.outcome", "failed" if job.attempt < job.max_attempts else "dead")
-        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, f"{kind.__name__}: {exc}"[:300]))
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, description[:300]))
 
 
 @functools.lru_cache(maxsize=256)
