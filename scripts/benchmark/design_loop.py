@@ -209,6 +209,29 @@ def batchrow_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: flo
     _write_history(cur, batch_id, [row[0] for row in rows], started)
 
 
+def status_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str]) -> list[Any]:
+    """``batchrow`` that also marks the wide rows running (status, batch_id, attempts: fixed-size
+    columns, so in place), by primary key: a running job says so in its own row again."""
+    taken = _take_ready(cur, limit)
+    if not taken:
+        return []
+    ids = [job for _, job in taken]
+    cur.execute("UPDATE mysqlq_jobs SET status = 'running', batch_id = %s, attempts = attempts + 1"
+                f" WHERE id IN ({in_list(ids)})", (batch_id, *ids))
+    cur.execute(batch_row(True), (batch_id, *who, ",".join(map(str, ids))))
+    return _read_jobs(cur, ids)
+
+
+def status_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: float) -> None:
+    """Fenced by the batch's row, as ``batchrow``; the wide rows by primary key and batch."""
+    if cur.execute(BATCH_ENDED, (batch_id,)) != 1:
+        raise Fenced(batch_id)
+    ids = [row[0] for row in rows]
+    cur.execute("UPDATE mysqlq_jobs SET status = 'done', started_at = FROM_UNIXTIME(%s), finished_at = NOW(6),"
+                "       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)"
+                f" WHERE id IN ({in_list(ids)}) AND batch_id = %s AND dependents IS NULL", (started, *ids, batch_id))
+
+
 # ---------------------------------------------------------------------------- the loop
 
 Claim = Callable[[Any, int, int, tuple[int, str]], list[Any]]
@@ -223,6 +246,7 @@ LOOPS: dict[str, tuple[Claim, Complete, bool]] = {
     "narrow": (narrow_claim, narrow_complete, True),
     "batchrow": (batchrow_claim, batchrow_complete, True),
     "batchrow-fixed": (batchrow_claim, batchrow_complete, True),  # designs.py: fixed-size columns
+    "batchrow-status": (status_claim, status_complete, True),
 }
 
 deadlocks = 0

@@ -30,7 +30,9 @@ The designs (design_loop.py holds their statements):
 - ``inplace``: ``fewer`` on a table whose columns the claim and the completion change are all NOT
   NULL and of fixed size (0 or the epoch for "none"; the ready index keyed on the status instead of
   ``ready_queue``), so that InnoDB rewrites the record in place; ``batchrow-fixed``: ``batchrow``
-  with the same fixed-size columns;
+  with the same fixed-size columns; ``batchrow-status``: ``batchrow-fixed`` whose claim also marks
+  the wide rows running by primary key (status, batch_id, attempts: in place), so that a running
+  job's own row says so;
 
 each at batch 100 (mysqlq's default), and some at 500. ``MYSQLQ_BENCH_DESIGNS=inplace/100,batchrow/500``
 runs only those (and the two references, bare/100 and ceiling/100), e.g. with ``--runs 5`` for a
@@ -114,8 +116,9 @@ SHAPES: dict[str, list[str]] = {
     "batchrow": [BATCHES, READY, NO_READY_INDEX, STATE_NO_BATCH],
     "inplace": [BATCHES, FIXED, FIXED_CLAIM],
     "batchrow-fixed": [BATCHES, READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
+    "batchrow-status": [BATCHES, READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
 }
-NARROW = ("narrow", "batchrow", "batchrow-fixed")
+NARROW = ("narrow", "batchrow", "batchrow-fixed", "batchrow-status")
 
 
 @dataclass(frozen=True)
@@ -134,9 +137,10 @@ class Design:
 
 DESIGNS = [Design("bare", 100), Design("ceiling", 100), Design("fewer", 100), Design("inplace", 100),
            Design("pk", 100), Design("pk-finished", 100), Design("narrow", 100), Design("batchrow", 100),
-           Design("batchrow-fixed", 100),
+           Design("batchrow-fixed", 100), Design("batchrow-status", 100),
            Design("bare", 500), Design("ceiling", 500), Design("inplace", 500), Design("pk-finished", 500),
-           Design("narrow", 500), Design("batchrow", 500), Design("batchrow-fixed", 500)]
+           Design("narrow", 500), Design("batchrow", 500), Design("batchrow-fixed", 500),
+           Design("batchrow-status", 500)]
 REFERENCE = Design("bare", 100)
 CEILING = Design("ceiling", 100)
 
