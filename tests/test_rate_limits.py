@@ -87,6 +87,22 @@ def test_one_worker_starts_a_keys_jobs_in_order_of_id(qdb: QueueDB) -> None:
     assert [row[0] for row in rows] == ids
 
 
+def test_jobs_set_aside_together_start_in_order_of_id_within_each_key(qdb: QueueDB) -> None:
+    # One claim takes jobs of three keys; each key's jobs over its limit are set aside together (one
+    # statement for all), come back one place apart, and still start in order of id within their key.
+    with qdb.producer() as producer:
+        ids = [producer.enqueue("test.rated_key", {"key": f"k{n % 3}"}) for n in range(36)]
+    qdb.worker()  # default slots: claims of several jobs
+    qdb.wait_done(36, timeout=60)
+    rows = qdb.query("SELECT id, payload FROM mysqlq_jobs ORDER BY started_at, id")
+    for key in ("k0", "k1", "k2"):
+        started = [job_id for job_id, payload in rows if _field(payload, "key") == key]
+        assert started == [job_id for n, job_id in enumerate(ids) if f"k{n % 3}" == key]
+    for times in starts(qdb).values():
+        assert most_in_a_window(times, 1.0) == 5
+    assert qdb.scalar("SELECT MAX(attempts) FROM mysqlq_jobs") == 1
+
+
 def test_the_limit_holds_through_a_kill_and_a_database_restart(qdb: QueueDB) -> None:
     jobs = 600
     with qdb.producer() as producer:

@@ -49,59 +49,113 @@ def _rows(name: str, rows: Sequence[Sequence[Any]]) -> str:
     return query(name).replace("{rows}", ", ".join([marks] * len(rows)))
 
 
+def _marks(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
 def admit(cur: Cursor, batch_id: int, limited: Sequence[Limited]) -> RateAdmission:
     """In one transaction, for a just-claimed batch: each limited job still ours starts now if its
-    bucket has room and no job waits ahead of it, or is set aside as a scheduled job until its turn."""
+    bucket has room and no job waits ahead of it, or is set aside as a scheduled job until its turn.
+    A dozen statements, whatever the number of buckets and jobs (one per bucket only to read the
+    oldest starts of a bucket whose window is full)."""
     by_bucket: dict[str, list[Limited]] = {}
     for job in sorted(limited, key=lambda job: job.job_id):
         by_bucket.setdefault(job.bucket, []).append(job)
+    names = sorted(by_bucket)
     result = RateAdmission()
     with transaction(cur.connection):
-        for bucket in sorted(by_bucket):
-            execute(cur, "lock_bucket", {"bucket": bucket})
+        cur.execute(_rows("lock_buckets", [(bucket,) for bucket in names]), names)  # in order: no deadlock
         execute_in(cur, "lock_batch_limited", [job.job_id for job in limited], before=(batch_id,))
         ours = {int(row[0]) for row in cur.fetchall()}
-        for bucket in sorted(by_bucket):
+        live: dict[str, list[Limited]] = {}
+        for bucket in names:
             jobs = [job for job in by_bucket[bucket] if job.job_id in ours]
             result.lost += [job.job_id for job in by_bucket[bucket] if job.job_id not in ours]
             if jobs:
-                _admit_bucket(cur, batch_id, bucket, jobs, result)
+                live[bucket] = jobs
+        if live:
+            _admit_buckets(cur, batch_id, live, result)
     return result
 
 
-def _admit_bucket(cur: Cursor, batch_id: int, bucket: str, jobs: list[Limited], result: RateAdmission) -> None:
-    limit = jobs[0].limit
-    params = {"bucket": bucket, "period_us": round(limit.period * 1e6)}
-    execute(cur, "bucket_state", params)
-    now, next_at, count, oldest = cur.fetchone()
-    count = int(count)
-    execute(cur, "forget_starts", {"bucket": bucket, "now": now, "keep_us": round(max(limit.period, KEPT) * 1e6)})
-    ids = [job.job_id for job in jobs]
-    execute_in(cur, "returning_jobs", ids, before=(bucket,))
-    returning = {int(row[0]) for row in cur.fetchall()}
-    execute_in(cur, "first_waiting", ids, before=(bucket,))
-    queue_ahead = cur.fetchone() is not None  # a job set aside before and not in this batch goes first
-    starts = [oldest] if oldest is not None else []
-    passing = min(count, count + len(ids) - limit.starts)  # starts whose leaving the window these may wait for
-    if passing > 1:
-        execute(cur, "oldest_starts", {**params, "now": now, "limit": passing})
-        starts = [row[0] for row in cur.fetchall()]
-    turns = plan_turns(limit, now, count, starts, next_at, ids, returning, queue_ahead)
-    if turns.deferred:
-        _set_aside(cur, batch_id, turns.deferred)
-        result.deferred.update((job_id, max(0.0, (at - now).total_seconds())) for job_id, at in turns.deferred.items())
-    admitted = turns.admitted
+@dataclass(frozen=True)
+class _State:
+    """A bucket's state under its lock: the server's time, the waiting list's tail, the window's
+    starts (how many, the oldest), and whether a job set aside before waits ahead of this batch's."""
+
+    now: datetime.datetime
+    next_at: datetime.datetime | None
+    count: int
+    oldest: datetime.datetime | None
+    queue_ahead: bool
+
+
+def _admit_buckets(cur: Cursor, batch_id: int, live: dict[str, list[Limited]], result: RateAdmission) -> None:
+    names = sorted(live)
+    ids = [job.job_id for bucket in names for job in live[bucket]]
+    states = _states(cur, live, ids)
+    now = states[names[0]].now  # one statement's NOW(6), read under every bucket's lock
+    keep = max([KEPT, *(jobs[0].limit.period for jobs in live.values())])
+    cur.execute(query("forget_starts").replace("{buckets}", _marks(len(names))),
+                [*names, now, round(keep * 1e6)])
+    pairs = [(bucket, job.job_id) for bucket in names for job in live[bucket]]
+    _pairs(cur, "returning_jobs", pairs)
+    returning = {(str(bucket), int(job_id)) for bucket, job_id in cur.fetchall()}
+    deferred: dict[int, datetime.datetime] = {}
+    admitted: list[tuple[str, int]] = []
+    waiting: list[tuple[str, int]] = []
+    tails: dict[str, datetime.datetime] = {}
+    for bucket in names:
+        limit, state = live[bucket][0].limit, states[bucket]
+        bucket_ids = [job.job_id for job in live[bucket]]
+        starts = [state.oldest] if state.oldest is not None else []
+        passing = min(state.count, state.count + len(bucket_ids) - limit.starts)  # starts these may wait for
+        if passing > 1:
+            execute(cur, "oldest_starts", {"bucket": bucket, "now": now, "period_us": round(limit.period * 1e6),
+                                           "limit": passing})
+            starts = [row[0] for row in cur.fetchall()]
+        back = {job_id for job_id in bucket_ids if (bucket, job_id) in returning}
+        turns = plan_turns(limit, now, state.count, starts, state.next_at, bucket_ids, back, state.queue_ahead)
+        deferred.update(turns.deferred)
+        admitted += [(bucket, job_id) for job_id in turns.admitted]
+        waiting += [(bucket, job_id) for job_id in turns.waiting]
+        if turns.next_at is not None:
+            tails[bucket] = turns.next_at
+    if deferred:
+        _set_aside(cur, batch_id, deferred)
+        result.deferred.update((job_id, max(0.0, (at - now).total_seconds())) for job_id, at in deferred.items())
     if admitted:
-        cur.execute(_rows("record_starts", [(bucket, now, job_id) for job_id in admitted]),
-                    [value for job_id in admitted for value in (bucket, now, job_id)])
-        execute_in(cur, "restamp_started", admitted, before=(now, batch_id))
-        if returning & set(admitted):
-            execute_in(cur, "stop_waiting", sorted(returning & set(admitted)), before=(bucket,))
-        result.admitted.update(admitted)
-    if turns.waiting:
-        cur.execute(_rows("add_waiting", [(bucket, job_id) for job_id in turns.waiting]),
-                    [value for job_id in turns.waiting for value in (bucket, job_id)])
-        execute(cur, "set_next_at", {"bucket": bucket, "next_at": turns.next_at})
+        stamped = [(bucket, now, job_id) for bucket, job_id in admitted]
+        cur.execute(_rows("record_starts", stamped), [value for row in stamped for value in row])
+        execute_in(cur, "restamp_started", [job_id for _, job_id in admitted], before=(now, batch_id))
+        back_now = [pair for pair in admitted if pair in returning]
+        if back_now:
+            _pairs(cur, "stop_waiting", back_now)
+        result.admitted.update(job_id for _, job_id in admitted)
+    if waiting:
+        cur.execute(_rows("add_waiting", waiting), [value for pair in waiting for value in pair])
+        cur.execute(query("set_next_at").replace("{turns}", " ".join(["WHEN %s THEN %s"] * len(tails)))
+                    .replace("{buckets}", _marks(len(tails))),
+                    [*(value for bucket in sorted(tails) for value in (bucket, tails[bucket])), *sorted(tails)])
+
+
+def _pairs(cur: Cursor, name: str, pairs: Sequence[tuple[str, int]]) -> None:
+    """Run a statement over (bucket, job id) pairs: ``{buckets}``, ``{ids}`` and ``{rows}``, in that order."""
+    names, ids = sorted({bucket for bucket, _ in pairs}), sorted({job_id for _, job_id in pairs})
+    sql = expand(name, len(ids)).replace("{buckets}", _marks(len(names)))
+    cur.execute(sql.replace("{rows}", ", ".join(["(%s, %s)"] * len(pairs))),
+                [*names, *ids, *(value for pair in pairs for value in pair)])
+
+
+def _states(cur: Cursor, live: dict[str, list[Limited]], ids: list[int]) -> dict[str, _State]:
+    """Every bucket's state in one statement (their rows are locked, so it is theirs until commit)."""
+    names = sorted(live)
+    periods = [value for bucket in names for value in (bucket, round(live[bucket][0].limit.period * 1e6))]
+    sql = (expand("bucket_states", len(ids)).replace("{periods}", " ".join(["WHEN %s THEN %s"] * len(names)))
+           .replace("{buckets}", _marks(len(names))))
+    cur.execute(sql, [*periods, *periods, *ids, *names])
+    return {str(bucket): _State(now, next_at, int(count), oldest, bool(ahead))
+            for bucket, now, next_at, count, oldest, ahead in cur.fetchall()}
 
 
 def _set_aside(cur: Cursor, batch_id: int, deferred: dict[int, datetime.datetime]) -> None:

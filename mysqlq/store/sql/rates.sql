@@ -2,20 +2,27 @@
 -- queue has a rate limit reach them. Admissions run in a transaction that first locks the bucket's
 -- row (lock_bucket), so the starts and waiting jobs of one bucket change one transaction at a time.
 
--- name: lock_bucket
--- Lock a bucket's row, creating it when it is not in use yet (the version is bumped so that the row
--- is written: on Galera two nodes admitting to one bucket conflict here).
-INSERT INTO mysqlq_rate_buckets (bucket, version) VALUES (%(bucket)s, 1)
+-- name: lock_buckets
+-- Lock the rows of a batch's buckets, in order of name, creating those not in use yet (the version
+-- is bumped so that each row is written: on Galera two nodes admitting to one bucket conflict here).
+INSERT INTO mysqlq_rate_buckets (bucket) VALUES {rows}
 ON DUPLICATE KEY UPDATE version = version + 1;
 
--- name: bucket_state
--- The server's time (every start is stamped with it), when the next job set aside may start, and
--- the starts in the window ending now: how many, and the oldest.
-SELECT NOW(6),
-       (SELECT next_at FROM mysqlq_rate_buckets WHERE bucket = %(bucket)s),
-       COUNT(*), MIN(started_at)
-  FROM mysqlq_rate_starts
- WHERE bucket = %(bucket)s AND started_at > NOW(6) - INTERVAL %(period_us)s MICROSECOND;
+-- name: bucket_states
+-- Each locked bucket of a batch: the server's time (every start is stamped with it), when the next
+-- job set aside may start, the starts in the window ending now (how many, the oldest; {periods}:
+-- WHEN bucket THEN period in microseconds, twice), and whether a job other than the batch's ({ids})
+-- waits for it (then the batch's jobs set aside for the first time queue behind it).
+SELECT b.bucket, NOW(6), b.next_at,
+       (SELECT COUNT(*) FROM mysqlq_rate_starts s
+         WHERE s.bucket = b.bucket AND s.started_at > NOW(6) - INTERVAL (CASE b.bucket {periods} END) MICROSECOND),
+       (SELECT MIN(s.started_at) FROM mysqlq_rate_starts s
+         WHERE s.bucket = b.bucket AND s.started_at > NOW(6) - INTERVAL (CASE b.bucket {periods} END) MICROSECOND),
+       EXISTS (SELECT 1 FROM mysqlq_rate_waiting w JOIN mysqlq_jobs j ON j.id = w.job_id
+                WHERE w.bucket = b.bucket AND w.job_id NOT IN ({ids})
+                  AND j.status IN ('scheduled', 'ready', 'running'))
+  FROM mysqlq_rate_buckets b
+ WHERE b.bucket IN ({buckets});
 
 -- name: oldest_starts
 -- The first starts to leave the window (when jobs over the limit may take their places).
@@ -24,21 +31,17 @@ SELECT started_at FROM mysqlq_rate_starts
  ORDER BY started_at LIMIT %(limit)s;
 
 -- name: forget_starts
--- Starts that no window of this bucket counts any more, kept a minute at least (the starts of the
+-- Starts that no window of these buckets counts any more, kept a minute at least (the starts of the
 -- last minute are listed and exported).
 DELETE FROM mysqlq_rate_starts
- WHERE bucket = %(bucket)s AND started_at <= %(now)s - INTERVAL %(keep_us)s MICROSECOND;
+ WHERE bucket IN ({buckets}) AND started_at <= %s - INTERVAL %s MICROSECOND;
 
 -- name: returning_jobs
--- Which of the listed jobs were set aside for this bucket before (they come back in their turn).
-SELECT job_id FROM mysqlq_rate_waiting WHERE bucket = %s AND job_id IN ({ids});
-
--- name: first_waiting
--- Does a job other than the listed ones wait for this bucket? Then the listed ones set aside for
--- the first time queue behind it.
-SELECT w.job_id FROM mysqlq_rate_waiting w JOIN mysqlq_jobs j ON j.id = w.job_id
- WHERE w.bucket = %s AND w.job_id NOT IN ({ids}) AND j.status IN ('scheduled', 'ready', 'running')
- LIMIT 1;
+-- Which of the listed (bucket, job) pairs were set aside before (they come back in their turn). The
+-- buckets and ids listed apart give the primary key's ranges (MariaDB scans the table for a DELETE
+-- by one pair alone).
+SELECT bucket, job_id FROM mysqlq_rate_waiting
+ WHERE bucket IN ({buckets}) AND job_id IN ({ids}) AND (bucket, job_id) IN ({rows});
 
 -- name: lock_batch_limited
 -- At admission: which rate-limited jobs of a just-claimed batch are still ours, locked so that the
@@ -54,16 +57,17 @@ INSERT INTO mysqlq_rate_starts (bucket, started_at, job_id) VALUES {rows};
 UPDATE mysqlq_jobs SET started_at = %s WHERE running_batch = %s AND id IN ({ids});
 
 -- name: stop_waiting
--- Listed jobs of a bucket wait no more (admitted).
-DELETE FROM mysqlq_rate_waiting WHERE bucket = %s AND job_id IN ({ids});
+-- Listed (bucket, job) pairs wait no more (admitted); searched as returning_jobs.
+DELETE FROM mysqlq_rate_waiting
+ WHERE bucket IN ({buckets}) AND job_id IN ({ids}) AND (bucket, job_id) IN ({rows});
 
 -- name: add_waiting
 -- Jobs set aside for a bucket, waiting for their turn.
 INSERT IGNORE INTO mysqlq_rate_waiting (bucket, job_id) VALUES {rows};
 
 -- name: set_next_at
--- When the next job set aside for a bucket may start.
-UPDATE mysqlq_rate_buckets SET next_at = %(next_at)s WHERE bucket = %(bucket)s;
+-- When the next job set aside for each listed bucket may start ({turns}: WHEN bucket THEN time).
+UPDATE mysqlq_rate_buckets SET next_at = CASE bucket {turns} END WHERE bucket IN ({buckets});
 
 -- name: set_aside_jobs
 -- Claimed jobs of one bucket over its limit wait for their turns as scheduled jobs (each its own
