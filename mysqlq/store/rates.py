@@ -1,11 +1,12 @@
 """Rate limits' statements (``mysqlq/store/sql/rates.sql``): admitting claimed jobs of limited
 buckets, setting aside those over the limit until their turn, and what operators set.
 
-An admission works bucket by bucket, in bucket order, each bucket's row locked first, so the starts
-and waiting jobs of a bucket change one transaction at a time whoever changes them. Every start is
-stamped with the server's clock (``NOW(6)``, read under that lock), which makes the limit exact: a
-job is admitted only while fewer than N starts of its bucket lie in the window ending now, so no
-window of the period's length ever holds more than N.
+An admission first locks the rows of its batch's buckets, in order of name, so the starts and
+waiting jobs of a bucket change one transaction at a time whoever changes them; then it works on
+all of them at once, in a dozen statements. Every start is stamped with the server's clock
+(``NOW(6)``, read under those locks), which makes the limit exact: a job is admitted only while
+fewer than N starts of its bucket lie in the window ending now, so no window of the period's length
+ever holds more than N. Which jobs start and when the others come back is mysqlq.core.rates.plan_turns.
 """
 
 from __future__ import annotations

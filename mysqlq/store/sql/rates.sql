@@ -1,6 +1,6 @@
 -- Statements of rate limits (mysqlq.worker.rates, mysqlq.store.rates). Only jobs whose handler or
 -- queue has a rate limit reach them. Admissions run in a transaction that first locks the bucket's
--- row (lock_bucket), so the starts and waiting jobs of one bucket change one transaction at a time.
+-- row (lock_buckets), so the starts and waiting jobs of one bucket change one transaction at a time.
 
 -- name: lock_buckets
 -- Lock the rows of a batch's buckets, in order of name, creating those not in use yet (the version
