@@ -65,6 +65,7 @@ from benchmark.common import (
     median,
     note,
     payload_bytes,
+    write_json,
 )
 from benchmark.serverwork import CHANGES_TABLE, HANDLER_READS, Probe, create_counting_triggers, diff, minus, redo_bytes
 from benchmark.shared import ceiling_statements, cpu_since, server_cpu
@@ -172,10 +173,11 @@ class Run:
     deadlocks: int = 0
 
 
-def main(quick: bool, runs: int) -> int:
+def main(quick: bool, runs: int, json_path: str | None = None) -> int:
     n = 5000 if quick else 20_000
     started = time.perf_counter()
     bench = Bench(quick, runs)
+    figures: list[Figure] = []
     try:
         print(f"# server: {bench.where}: {bench.server_info}")
         print(f"# designs: {K} drainers each, {n} no-op jobs, runs={runs}, designs in alternation", flush=True)
@@ -198,6 +200,8 @@ def main(quick: bool, runs: int) -> int:
         print(report(results, changes, bench, n))
     finally:
         bench.close()
+    if json_path:
+        write_json(json_path, figures, {"section": "designs", "server": bench.server_info, "jobs": n})
     print(f"\n# total {time.perf_counter() - started:.0f} s")
     return 0
 
@@ -328,6 +332,8 @@ def figures_of(results: dict[Design, list[Run]], changes: dict[Design, dict[str,
         fig.add_list("server_us_purged_job", per_job(runs, lambda r: r.server_cpu_purged * 1e6))
         fig.add_list("ratio_bare_server_us",
                      [r.server_cpu / b.server_cpu for r, b in zip(runs, reference, strict=True)])
+        fig.add_list("ratio_ceiling_server_us",
+                     [r.server_cpu / c.server_cpu for r, c in zip(runs, results[CEILING], strict=True)])
         fig.add_list("steady_jobs_s", [r.jobs / r.steady for r in runs])
         fig.add_list("ratio_bare_steady", [b.steady / r.steady for r, b in zip(runs, reference, strict=True)])
         fig.add_list("redo_bytes_job", per_job(runs, lambda r: redo_bytes(r.status)))
