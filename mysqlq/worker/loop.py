@@ -230,6 +230,9 @@ class Worker:
             self._wait()
             return True
         lookout.look()
+        turn = self.rates.next_turn()  # jobs set aside for their rate limit: promote each group in its turn
+        if turn is not None:
+            lookout.due_in(turn)
         found = self._claim(keeper) if lookout.want_claim else False
         if self.listener:  # a hinted wake-up costs a token only when its claim (or poll) found nothing
             self.listener.settle(found)
@@ -260,9 +263,6 @@ class Worker:
         average = keeper.pace.estimate(first, time.monotonic()) if first is not None else None
         limit = claim_limit(settings.concurrency, len(self.slots.free), batches.unstarted, average,
                             settings.batch_size)
-        turn = self.rates.next_turn()  # jobs set aside for their rate limit: promote each group in its turn
-        if turn is not None:
-            lookout.due_in(turn)
         if not limit:
             return None
         # The held batch's completion rides along; if it went, its lines come first (it ended before).
