@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,10 @@ from mysqlq.cli import main, settings
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import InvalidJob
 from mysqlq.core.jobs import DEDUPE_SCOPES, PARENT_FAILURE, Job, loads_strict
+from mysqlq.core.tracing import continuing, from_environment
 from mysqlq.producer.enqueue import Producer
+from mysqlq.worker.tracing import SYSTEM
+from mysqlq.worker.tracing import active as tracing
 
 
 def _payload(text: str | None) -> Any:
@@ -45,6 +51,38 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
     except InvalidJob as exc:
         raise InvalidJob(f"line {number}: {exc}") from None
     return job
+
+
+@contextmanager
+def _traced(queues: set[str], batch: int | None = None) -> Iterator[Callable[[int], object]]:
+    """Jobs enqueued within it continue the trace handed down in $TRACEPARENT (and $TRACESTATE). When
+    this process traces (OpenTelemetry's SDK set up, as by ``opentelemetry-instrument``; see
+    mysqlq.worker.tracing.active) they are enqueued in a PRODUCER span ``create <queue>``, a child of
+    that trace, and store that span. Yields what records a job's id on the span."""
+    handed, ignored = from_environment(os.environ)
+    if ignored:
+        click.echo(f"warning: {ignored}", err=True)
+    if not tracing():
+        with continuing(handed):
+            yield lambda job_id: None
+        return
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    parent = None
+    if handed:
+        traceparent, _, tracestate = handed.partition(" ")
+        parent = TraceContextTextMapPropagator().extract({"traceparent": traceparent, "tracestate": tracestate})
+    attributes: dict[str, Any] = {"messaging.system": SYSTEM, "messaging.operation.type": "create",
+                                  "messaging.operation.name": "create"}
+    if len(queues) == 1:
+        attributes["messaging.destination.name"] = next(iter(queues))
+    if batch is not None:
+        attributes["messaging.batch.message_count"] = batch
+    name = f"create {next(iter(queues))}" if len(queues) == 1 else "create"
+    with trace.get_tracer("mysqlq").start_as_current_span(name, parent, trace.SpanKind.PRODUCER,
+                                                          attributes) as span:
+        yield lambda job_id: span.set_attribute("messaging.message.id", str(job_id))
 
 
 @main.command()
@@ -86,7 +124,10 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
             time_limit: float | None, concurrency_key: str | None, after: tuple[int, ...],
             on_parent_failure: str, tags: tuple[str, ...]) -> None:
     """Enqueue HANDLER with a JSON PAYLOAD ("-": read it from stdin) and print its id,
-    or bulk-load jobs with --file."""
+    or bulk-load jobs with --file.
+
+    With TRACEPARENT (and TRACESTATE) in the environment, the jobs continue that trace (see
+    docs/tracing.md)."""
     cfg = settings(ctx)
     if path is not None:
         if handler is not None or payload is not None:
@@ -104,15 +145,17 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
             jobs = [_job_from_line(n, line, defaults, cfg) for n, line in enumerate(lines, 1) if line.strip()]
         except InvalidJob as exc:
             raise InvalidJob(f"{path}: {exc}; nothing was enqueued") from None
-        with Producer(cfg) as producer, click.progressbar(length=len(jobs), label="enqueuing", file=sys.stderr) as bar:
+        with _traced({job.queue for job in jobs}, len(jobs)), Producer(cfg) as producer, \
+                click.progressbar(length=len(jobs), label="enqueuing", file=sys.stderr) as bar:
             inserted = producer.enqueue_many(jobs, progress=bar.update)
         click.echo(f"enqueued {inserted} jobs ({len(jobs) - inserted} skipped by dedupe key)")
         return
     if handler is None:
         raise click.UsageError("HANDLER is required (or --file)")
-    with Producer(cfg) as producer:
+    with _traced({queue}) as enqueued, Producer(cfg) as producer:
         job_id = producer.enqueue(handler, _payload(payload), queue=queue, delay=delay, priority=priority,
                                   dedupe_key=dedupe_key, dedupe_scope=dedupe_scope, max_attempts=max_attempts,
                                   time_limit=time_limit, concurrency_key=concurrency_key, after=after,
                                   on_parent_failure=on_parent_failure, tags=tags)
+        enqueued(job_id)
     click.echo(job_id)
