@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 MAX_LENGTH = 600  # the width of mysqlq_jobs.trace_context
 # A traceparent: version, trace id, parent span id, flags (a later version may add fields after them).
@@ -39,6 +40,12 @@ def current_trace_context() -> str | None:
     context = api.get_current_span().get_span_context()
     if not context.is_valid:
         return _given.get()
+    return stored_context(context)
+
+
+def stored_context(context: Any) -> str:
+    """A valid OpenTelemetry SpanContext as a job stores it: its traceparent, then its tracestate
+    when there is one and it fits."""
     parent = f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
     state = context.trace_state.to_header() if context.trace_state else ""
     if state and len(parent) + 1 + len(state) <= MAX_LENGTH:
