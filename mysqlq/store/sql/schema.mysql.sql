@@ -62,6 +62,7 @@ CREATE TABLE `mysqlq_jobs` (
   `progress_note` varchar(200) COLLATE utf8mb4_bin DEFAULT NULL,
   `tags` varchar(700) COLLATE utf8mb4_bin DEFAULT NULL,
   `trace_context` varchar(600) COLLATE utf8mb4_bin DEFAULT NULL,
+  `run_trace_context` varchar(600) COLLATE utf8mb4_bin DEFAULT NULL,
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
   KEY `mysqlq_jobs_ready` (`ready_queue` DESC,`priority`,`id`),

@@ -62,6 +62,7 @@ CREATE TABLE `mysqlq_jobs` (
   `progress_note` varchar(200) DEFAULT NULL,
   `tags` varchar(700) DEFAULT NULL,
   `trace_context` varchar(600) DEFAULT NULL,
+  `run_trace_context` varchar(600) DEFAULT NULL,
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
   KEY `mysqlq_jobs_ready` (`ready_queue` DESC,`priority`,`id`),

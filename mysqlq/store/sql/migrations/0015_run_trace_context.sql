@@ -1,0 +1,11 @@
+-- mysqlq schema version 15: the span a job with dependents ran in, beside the one it was enqueued in,
+-- so that the spans of the jobs that waited for it (a group's callback, a chain's next step) link to
+-- its run. Statements are separated by lines holding only ";".
+--
+-- Written by a worker that traces, in the transaction that ends the job and releases its dependents:
+-- one job in a workflow, never a job without dependents, NULL otherwise. A column of its own rather
+-- than trace_context overwritten: trace_context stays the producer's span (shown by `jobs show` and
+-- the dashboard, and the parent of the first run after an operator's retry of a dead job).
+-- Appended last, NULL by default and in no index: both servers add it instantly.
+-- run_trace_context: "traceparent" or "traceparent tracestate", as trace_context.
+ALTER TABLE mysqlq_jobs ADD COLUMN run_trace_context VARCHAR(600) NULL
