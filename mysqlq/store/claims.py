@@ -160,21 +160,24 @@ def complete_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None =
     return execute(cur, "complete_job_with_result", {"id": job_id, "batch_id": batch_id, "result": result})
 
 
-def finish_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None) -> set[str] | None:
+def finish_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None,
+               ran_in: str | None = None) -> set[str] | None:
     """In the caller's transaction (a transactional handler's): the job done, its dependents released
-    if it has any; returns the queues of the dependents made ready, or None if the claim was taken over."""
+    if it has any (and the span it ``ran_in`` kept for theirs, when the worker traces); returns the
+    queues of the dependents made ready, or None if the claim was taken over."""
     if complete_one(cur, batch_id, job_id, result):
         return set()
-    ended = dependencies.end_parents(cur, batch_id, {job_id: result}, {})
+    ended = dependencies.end_parents(cur, batch_id, {job_id: result}, {}, {job_id: ran_in} if ran_in else None)
     return ended.woken if ended.ids else None
 
 
 def end_with_dependents(cur: Cursor, batch_id: int, done: dict[int, bytes | None],
-                        dead: dict[int, str]) -> dependencies.Ended:
+                        dead: dict[int, str], runs: dict[int, str] | None = None) -> dependencies.Ended:
     """End jobs the bulk statements left running because others wait for them, releasing those, in
-    one transaction: which ended (the others were taken over), and the queues that gained ready jobs."""
+    one transaction: which ended (the others were taken over), and the queues that gained ready jobs.
+    ``runs``: the spans they ran in, when the worker traces (mysqlq.worker.runs)."""
     with transaction(cur.connection):
-        return dependencies.end_parents(cur, batch_id, done, dead)
+        return dependencies.end_parents(cur, batch_id, done, dead, runs)
 
 
 def retry(cur: Cursor, batch_id: int, job_id: int, delay: float, error: str) -> int:

@@ -65,9 +65,11 @@ class Ended:
     woken: set[str] = field(default_factory=set)
 
 
-def end_parents(cur: Cursor, batch_id: int, done: Mapping[int, bytes | None], dead: Mapping[int, str]) -> Ended:
+def end_parents(cur: Cursor, batch_id: int, done: Mapping[int, bytes | None], dead: Mapping[int, str],
+                runs: Mapping[int, str] | None = None) -> Ended:
     """End jobs of a batch that have dependents: ``done`` (id → result JSON or None) and ``dead`` (id →
-    error); then release what waits for them."""
+    error); then release what waits for them. ``runs``: a worker that traces, the span each ran in
+    (id → trace context), kept for their dependents' spans to link to (one statement per job)."""
     ids = sorted({*done, *dead})
     if not ids:
         return Ended()
@@ -80,6 +82,9 @@ def end_parents(cur: Cursor, batch_id: int, done: Mapping[int, bytes | None], de
         params = {"id": job_id, "batch_id": batch_id, "result": done.get(job_id), "error": dead.get(job_id),
                   "status": "done" if job_id in done else "dead"}
         execute(cur, "end_parent", params)
+    if runs:
+        for job_id in sorted(ours.intersection(runs)):
+            execute(cur, "record_run", {"id": job_id, "context": runs[job_id]})
     woken = release(cur, [job_id for job_id in ids if job_id in ours and job_id in done], "done")
     for job_id in sorted(ours & set(dead)):
         woken += release(cur, [job_id], "dead")
@@ -166,10 +171,11 @@ def parents_of(cur: Cursor, job_id: int, limit: int = MAX_PARENTS, results: bool
             for pid, status, result in cur.fetchall()]
 
 
-def parents_trace_contexts(cur: Cursor, job_id: int, limit: int) -> list[str]:
-    """The trace contexts the parents of ``job_id`` were enqueued in, each once, at most ``limit``."""
+def parents_trace_contexts(cur: Cursor, job_id: int, limit: int) -> list[tuple[str, bool]]:
+    """The trace contexts of the spans the parents of ``job_id`` ran in (True) or, when no run's is
+    stored, were enqueued in (False); each once, at most ``limit``."""
     execute(cur, "parents_trace_contexts", {"id": job_id, "limit": limit})
-    return [str(context) for (context,) in cur.fetchall()]
+    return [(str(context), bool(ran)) for context, ran in cur.fetchall()]
 
 
 def dependents_of(cur: Cursor, job_id: int, limit: int = 1000) -> list[tuple[int, str]]:

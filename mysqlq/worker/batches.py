@@ -24,6 +24,7 @@ from mysqlq.worker.leases import Leases
 from mysqlq.worker.limits import Limits, keyed
 from mysqlq.worker.outcomes import DoneIn, Outcome, OutcomeBuffer, cancelled_while_running
 from mysqlq.worker.report import Report
+from mysqlq.worker.runs import Runs
 
 
 @dataclass(eq=False)
@@ -58,7 +59,8 @@ class Batches:
     """Every batch in hand, and the writing of their outcomes."""
 
     def __init__(self, settings: Settings, db: Database, log: Log, leases: Leases, cancels: Cancels,
-                 limits: Limits, report: Report, wake: Callable[[Iterable[str]], None]) -> None:
+                 limits: Limits, report: Report, wake: Callable[[Iterable[str]], None],
+                 runs: Runs | None = None) -> None:
         self.settings = settings
         self.db = db
         self.log = log
@@ -67,6 +69,7 @@ class Batches:
         self.limits = limits
         self.report = report
         self.wake = wake  # tells other workers that queues gained ready jobs
+        self.runs = runs  # the spans jobs ran in, when the worker traces (kept with the jobs others wait for)
         self.by_id: dict[int, Batch] = {}
         self.held: Batch | None = None  # ended with plain successes only: its completion goes with the next claim
         self._retry_in: float | None = None
@@ -172,7 +175,7 @@ class Batches:
         (waking whoever serves the queues that gained ready jobs), then log them. ``completed``:
         the final completion went already, with a claim (what it changed)."""
         buffer = batch.buffer
-        written = buffer.flush(self.db, final, completed)
+        written = buffer.flush(self.db, final, completed, self.runs)
         retry = buffer.next_retry
         if retry is not None:
             self._retry_in = retry if self._retry_in is None else min(self._retry_in, retry)

@@ -72,7 +72,7 @@ class Worker:
         self.leases = Leases(settings.lease, settings.heartbeat_interval)
         self.stop = StopFlag()
         self.batches = Batches(settings, self.db, self.log, self.leases, self.cancels, self.limits, self.report,
-                               self._wake_others)
+                               self._wake_others, runner.runs)
         self.slots = Slots(settings.concurrency, settings, runner, doubtful=self.leases.doubtful)
         self.keeper = Keeper(settings, runner, self.batches, self.slots, self.leases, self.stop, self.log,
                              self._wake_others)

@@ -13,6 +13,7 @@ from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import claims
 from mysqlq.store.db import Database
+from mysqlq.worker.runs import Runs
 
 MAX_ERROR_CHARS = 60_000
 
@@ -129,12 +130,14 @@ class OutcomeBuffer:
         written by its completion alone (``claims.complete_batch``)."""
         return bool(self.done) and not self.with_result and not self.failed
 
-    def flush(self, db: Database, final: bool = False, completed: int | None = None) -> Written:
+    def flush(self, db: Database, final: bool = False, completed: int | None = None,
+              runs: Runs | None = None) -> Written:
         """Write everything pending (see :class:`Written` for what comes back).
 
         ``final``: every other job of the batch has been written, failed or released already, so
         the successes are exactly the batch's rows still running: one cheaper statement, no id list.
         ``completed``: that statement went already (with the next claim); what it changed.
+        ``runs``: the spans the jobs ran in, when the worker traces: kept with those that others wait for.
         """
         done, with_result, failed, entries = self.done, self.with_result, self.failed, self.written
         lost, done_only = self.lost, self.done_only
@@ -173,8 +176,10 @@ class OutcomeBuffer:
                 count = db.run(lambda cur: claims.complete(cur, self.batch_id, done))
             if count < len(done):
                 parents_done.update(dict.fromkeys(self._not_done(db, done)))
+        ran_in = runs.take(job.id for job, _ in entries) if runs else None
         if parents_done or parents_dead:
-            ended = db.run(lambda cur: claims.end_with_dependents(cur, self.batch_id, parents_done, parents_dead))
+            ended = db.run(lambda cur: claims.end_with_dependents(cur, self.batch_id, parents_done, parents_dead,
+                                                                  ran_in))
             lost.update(job_id for job_id in (*parents_done, *parents_dead) if job_id not in ended.ids)
             self.woken |= ended.woken
         return Written(entries, lost, done_only)

@@ -1,6 +1,6 @@
 """What a handler reads of the jobs its job waited for (``ctx.parents``), on a connection of its own.
 
-Only jobs enqueued after others ask (and a worker that traces, for the spans their parents were
+Only jobs enqueued after others ask (and a worker that traces, for the spans their parents ran or were
 enqueued in); the connection is opened on the first question and shared by
 the worker's slots, one question at a time.
 """
@@ -28,8 +28,9 @@ class ParentsReader:
     def __call__(self, job_id: int) -> list[Parent]:
         return self._run(lambda cur: dependencies.parents_of(cur, job_id))
 
-    def trace_contexts(self, job_id: int, limit: int) -> list[str]:
-        """The spans the parents of ``job_id`` were enqueued in (the links of its span, mysqlq.worker.tracing)."""
+    def trace_contexts(self, job_id: int, limit: int) -> list[tuple[str, bool]]:
+        """The spans the parents of ``job_id`` ran in (True) or were enqueued in (False): the links of
+        its span, mysqlq.worker.tracing."""
         return self._run(lambda cur: dependencies.parents_trace_contexts(cur, job_id, limit))
 
     def _run(self, question: Callable[[Cursor], T]) -> T:

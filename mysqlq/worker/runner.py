@@ -30,6 +30,7 @@ from mysqlq.worker.context import JobContext, WorkerShared
 from mysqlq.worker.outcomes import DoneIn, Outcome
 from mysqlq.worker.parents import ParentsReader
 from mysqlq.worker.progress import ProgressBoard
+from mysqlq.worker.runs import Runs
 from mysqlq.worker.tracing import JobSpans, start
 
 if TYPE_CHECKING:
@@ -150,7 +151,8 @@ class Runner:
         self.default_limit = settings.time_limit
         # The jobs' spans when this process traces (mysqlq.worker.tracing); looked for again when a
         # handler's module is imported, which may be where the application sets OpenTelemetry up.
-        self.spans: JobSpans | None = start(self.read_parents.trace_contexts)
+        self.runs = Runs()  # the spans runs are in, until their outcomes are written (a worker that traces)
+        self.spans: JobSpans | None = start(self.read_parents.trace_contexts, self.runs)
 
     def spec(self, name: str) -> HandlerSpec:
         """The handler called ``name`` (HandlerNotFound / HandlerLoadError when it cannot be had;
@@ -160,7 +162,7 @@ class Runner:
             func = self.registry.resolve(name)
             logs.adopt_structlog()  # a handler module that logs with structlog itself: into our lines
             if self.spans is None:
-                self.spans = start(self.read_parents.trace_contexts)
+                self.spans = start(self.read_parents.trace_contexts, self.runs)
             found = self.specs[name] = HandlerSpec(func, declared_time_limit(func), is_transactional(func),
                                                     inspect.iscoroutinefunction(func))
         return found
@@ -234,7 +236,7 @@ class Runner:
                     assert conn is not None
                     with transaction(conn):
                         value = prepared.func(prepared.payload, ctx)
-                        woken = complete(conn, batch_id, prepared, self._result(value))
+                        woken = complete(conn, batch_id, prepared, self._result(value), self.runs.of(prepared.job.id))
                     return Outcome("done", time.monotonic() - prepared.started, recorded=True, woken=woken)
                 value = prepared.func(prepared.payload, ctx)
             finally:
@@ -261,7 +263,7 @@ class Runner:
                 assert conn is not None
                 with transaction(conn):
                     value = await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
-                    woken = complete(conn, batch_id, prepared, self._result(value))
+                    woken = complete(conn, batch_id, prepared, self._result(value), self.runs.of(prepared.job.id))
                 return Outcome("done", time.monotonic() - prepared.started, recorded=True, woken=woken)
             value = await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
         except TimeoutError:
@@ -316,11 +318,13 @@ class ClaimLost(Exception):
     """A transactional handler's completion found the claim taken over: its effect is rolled back."""
 
 
-def complete(conn: Connection, batch_id: int, prepared: Prepared, result: bytes | None) -> set[str]:
+def complete(conn: Connection, batch_id: int, prepared: Prepared, result: bytes | None,
+             ran_in: str | None = None) -> set[str]:
     """Inside the handler's transaction: the fenced completion (with the result), so that both commit
-    or neither does; the jobs waiting for it are released in the same transaction."""
+    or neither does; the jobs waiting for it are released in the same transaction (and the span it
+    ``ran_in`` kept for theirs, when the worker traces)."""
     with conn.cursor() as cur:
-        woken = claims.finish_one(cur, batch_id, prepared.job.id, result)
+        woken = claims.finish_one(cur, batch_id, prepared.job.id, result, ran_in)
     if woken is None:
         raise ClaimLost()
     return woken

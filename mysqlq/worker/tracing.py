@@ -3,7 +3,8 @@ that took jobs is a CLIENT span ``receive <queue>`` with ``messaging.batch.messa
 each job's enqueueing span; each run of a job is a CONSUMER span ``process <queue>``, current while its
 handler runs (a handler's own spans nest inside), with the job's id, attempt, handler, tags and outcome,
 and the exception recorded when the handler raised. A job enqueued after others (a workflow's
-callback or step) also links to the spans its parents were enqueued in, when those are not its own.
+callback or step) also links to the spans its parents ran in (noted in mysqlq.worker.runs, stored
+when they ended), or, for a parent run untraced, to the span it was enqueued in when that is not its own.
 
 The first run of a job is a child of the span it was enqueued in (the trace context stored with it,
 mysqlq.core.tracing): the producer's request and the job's work read as one trace. A retry, or a run
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from mysqlq.core.errors import Snooze
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.tracing import parse_trace_context
+from mysqlq.worker.runs import Runs
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -37,8 +39,9 @@ if TYPE_CHECKING:
 
 SYSTEM = "mysqlq"
 MAX_CLAIM_LINKS = 128  # the SDK's default limit of links per span
-MAX_PARENT_LINKS = 100  # of a workflow's job: one per distinct span its parents were enqueued in
-Parents = Callable[[int, int], list[str]]  # (job id, at most) -> its parents' stored trace contexts
+MAX_PARENT_LINKS = 100  # of a workflow's job: one per distinct span its parents ran (or were enqueued) in
+# (job id, at most) -> its parents' stored trace contexts: (context, True for a run's, False for an enqueue's)
+Parents = Callable[[int, int], list[tuple[str, bool]]]
 
 
 def active() -> bool:
@@ -51,22 +54,24 @@ def active() -> bool:
     return not isinstance(api.get_tracer_provider(), api.ProxyTracerProvider | api.NoOpTracerProvider)
 
 
-def start(parents: Parents) -> JobSpans | None:
+def start(parents: Parents, runs: Runs) -> JobSpans | None:
     """The worker's spans when this process traces (see :func:`active`), else None. ``parents``
-    answers which spans a job's parents were enqueued in (mysqlq.worker.parents.ParentsReader)."""
-    return JobSpans(parents) if active() else None
+    answers which spans a job's parents ran or were enqueued in (mysqlq.worker.parents.ParentsReader);
+    each run's span is noted in ``runs``."""
+    return JobSpans(parents, runs) if active() else None
 
 
 class JobSpans:
     """Makes the spans of a worker that traces."""
 
-    def __init__(self, parents: Parents) -> None:
+    def __init__(self, parents: Parents, runs: Runs) -> None:
         from opentelemetry import context, trace
 
         self._trace = trace
         self._root = context.Context()  # no parent: the worker's loop is in no trace of its own
         self.tracer = trace.get_tracer("mysqlq")
         self._parents = parents
+        self._runs = runs
 
     def enqueued_in(self, job: ClaimedJob) -> SpanContext | None:
         """The span ``job`` was enqueued in (None: none stored, or not a valid traceparent)."""
@@ -101,6 +106,7 @@ class JobSpans:
 
             async def traced_async(payload: Any, ctx: Any) -> Any:
                 with self._span(job) as span:
+                    self._runs.started(job.id, span)
                     try:
                         value = await func(payload, ctx)
                     except BaseException as exc:
@@ -113,6 +119,7 @@ class JobSpans:
 
         def traced(payload: Any, ctx: Any) -> Any:
             with self._span(job) as span:
+                self._runs.started(job.id, span)
                 started = time.monotonic()
                 try:
                     value = func(payload, ctx)
@@ -152,15 +159,20 @@ class JobSpans:
                                                  set_status_on_exception=False)
 
     def _parent_links(self, job: ClaimedJob, own: SpanContext | None) -> list[Link]:
-        """Links to the spans the parents of a workflow's job were enqueued in, other than its own."""
+        """Links to the spans the parents of a workflow's job ran in; for those run untraced, to the
+        spans they were enqueued in, other than its own."""
         try:
             stored = self._parents(job.id, MAX_PARENT_LINKS)
         except Exception:  # a span's links never fail the job they describe
             return []
         links = []
-        for context in stored:
+        for context, ran in stored:
             found = self._span_context(context)
-            if found is not None and (own is None or (found.trace_id, found.span_id) != (own.trace_id, own.span_id)):
+            if found is None:
+                continue
+            if ran:
+                links.append(self._trace.Link(found, {"mysqlq.link": "parent_ran_in"}))
+            elif own is None or (found.trace_id, found.span_id) != (own.trace_id, own.span_id):
                 links.append(self._trace.Link(found, {"mysqlq.link": "parent_enqueued_in"}))
         return links
 

@@ -11,6 +11,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, Trace
 
 from mysqlq.core.tracing import MAX_LENGTH, current_trace_context, parse_trace_context
 from mysqlq.worker import tracing as worker_tracing
+from mysqlq.worker.runs import Runs
 
 TRACE_ID = 0x0AF7651916CD43DD8448EB211C80319C
 SPAN_ID = 0xB7AD6B7169203331
@@ -76,4 +77,4 @@ def test_a_later_version_may_add_fields() -> None:
 
 def test_a_worker_traces_only_once_a_tracer_provider_is_set() -> None:
     assert not worker_tracing.active()  # the API's proxy provider: spans that record nothing
-    assert worker_tracing.start(lambda job_id, limit: []) is None
+    assert worker_tracing.start(lambda job_id, limit: [], Runs()) is None

@@ -91,6 +91,11 @@ UPDATE mysqlq_jobs
        last_error = IF(%(status)s = 'dead', %(error)s, last_error)
  WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
+-- name: record_run
+-- A worker that traces: the span a job with dependents ran in (mysqlq.core.tracing), for the spans
+-- of its dependents to link to; in the transaction that ends it (locked above).
+UPDATE mysqlq_jobs SET run_trace_context = %(context)s WHERE id = %(id)s;
+
 -- name: reaped_parents
 -- The reaper's releasing path: running jobs with dependents that reap_jobs left alone because
 -- they used up their attempts (fenced and filtered like reap_jobs), locked.
@@ -121,11 +126,13 @@ SELECT p.id, p.status, IF(%(results)s, p.result, NULL)
  WHERE d.child_id = %(id)s ORDER BY p.id LIMIT %(limit)s;
 
 -- name: parents_trace_contexts
--- The spans a job's parents were enqueued in (mysqlq.core.tracing), each once, at most a given number:
--- the links of its span when the worker traces.
-SELECT DISTINCT p.trace_context
+-- The spans a job's parents ran in (mysqlq.core.tracing), or, for a parent that a worker which does
+-- not trace ran (or none did), the span it was enqueued in; each once, with whether it is a run's,
+-- at most a given number: the links of its span when the worker traces.
+SELECT DISTINCT COALESCE(p.run_trace_context, p.trace_context), p.run_trace_context IS NOT NULL
   FROM mysqlq_dependencies d JOIN mysqlq_jobs p ON p.id = d.parent_id
- WHERE d.child_id = %(id)s AND p.trace_context IS NOT NULL LIMIT %(limit)s;
+ WHERE d.child_id = %(id)s AND (p.run_trace_context IS NOT NULL OR p.trace_context IS NOT NULL)
+ LIMIT %(limit)s;
 
 -- name: dependents_list
 -- A job's dependents, in id order, and how they stand (at most a page of them).
