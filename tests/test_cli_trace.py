@@ -124,3 +124,13 @@ def test_under_the_sdk_without_a_traceparent_the_create_span_starts_a_trace(qdb:
     trace_id, span_id = context_of(create)
     assert create["parent_id"] is None and create["resource"]["attributes"]["service.name"] == "shop-script"
     assert (stored(qdb, job_id) or "").startswith(f"00-{trace_id[2:]}-{span_id[2:]}-")  # then its flags
+
+
+def test_under_the_sdk_a_failed_enqueue_ends_its_span_failed(qdb: QueueDB) -> None:
+    spans_file = qdb.tmp / "spans.jsonl"
+    done = qdb.cli("enqueue", "test.record", "{not json", env=handed(traced_env(qdb, spans_file, "shop-script")))
+    assert done.returncode != 0 and "payload is not valid JSON" in done.stderr
+    (create,) = span_named(read_spans(spans_file), "create default")
+    assert create["parent_id"] == f"0x{SPAN_ID}" and create["status"]["status_code"] == "ERROR"
+    assert "messaging.message.id" not in create["attributes"]
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 0

@@ -17,8 +17,6 @@ from mysqlq.core.errors import InvalidJob
 from mysqlq.core.jobs import DEDUPE_SCOPES, PARENT_FAILURE, Job, loads_strict
 from mysqlq.core.tracing import continuing, from_environment
 from mysqlq.producer.enqueue import Producer
-from mysqlq.worker.tracing import SYSTEM
-from mysqlq.worker.tracing import active as tracing
 
 
 def _payload(text: str | None) -> Any:
@@ -53,6 +51,16 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
     return job
 
 
+def _sdk() -> bool:
+    """Whether this process traces, as a worker decides it (mysqlq.worker.tracing.active); without
+    OpenTelemetry imported it does not, and the worker's module is not imported to say so."""
+    if "opentelemetry.trace" not in sys.modules:
+        return False
+    from mysqlq.worker.tracing import active
+
+    return active()
+
+
 @contextmanager
 def _traced(queues: set[str], batch: int | None = None) -> Iterator[Callable[[int], object]]:
     """Jobs enqueued within it continue the trace handed down in $TRACEPARENT (and $TRACESTATE). When
@@ -62,12 +70,14 @@ def _traced(queues: set[str], batch: int | None = None) -> Iterator[Callable[[in
     handed, ignored = from_environment(os.environ)
     if ignored:
         click.echo(f"warning: {ignored}", err=True)
-    if not tracing():
+    if not _sdk():
         with continuing(handed):
             yield lambda job_id: None
         return
     from opentelemetry import trace
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    from mysqlq.worker.tracing import SYSTEM
 
     parent = None
     if handed:
