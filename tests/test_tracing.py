@@ -4,11 +4,13 @@ OpenTelemetry SDK set up as ``opentelemetry-instrument`` would (before the progr
 
 One trace runs from the producer's span through the worker's ``process <queue>`` span to the
 handler's own span; a retry starts a trace of its own, linked to the enqueueing span; the claim is a
-``receive`` span; a workflow's jobs all join the producer's trace. Without OpenTelemetry nothing is
-stored and neither the producer nor the worker imports it."""
+``receive`` span; a workflow's jobs all join the producer's trace, and a callback's (or a chain's next
+step's) span links to the spans its parents ran in. Without OpenTelemetry nothing is stored and
+neither the producer nor the worker imports it."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pathlib
@@ -60,13 +62,15 @@ with mysqlq.Producer(settings) as producer:
         if how == "group":
             group = producer.group([Job(handler, payload) for _ in range(3)], then=Job(handler, payload))
             return [*group.members, group.callback]
-        if how == "after":  # two jobs, each enqueued in a span of its own, then one after both
+        if how == "chain":
+            return producer.chain(*[Job(handler, payload) for _ in range(3)])
+        if how == "after":  # two jobs, each enqueued in a span of its own, then one after both (queue later)
             from opentelemetry import trace
             members = []
             for name in ("order a", "order b"):
                 with trace.get_tracer("shop").start_as_current_span(name):
                     members.append(producer.enqueue(handler, payload))
-            return [*members, producer.enqueue(handler, payload, after=members)]
+            return [*members, producer.enqueue(handler, payload, after=members, queue="later")]
         return [producer.enqueue(handler, payload)]
 
     if os.environ.get("TEST_SPANS") or os.environ.get("TEST_API_SPAN"):
@@ -212,7 +216,18 @@ def test_a_run_past_its_time_limit_is_a_failed_span(qdb: QueueDB) -> None:
                                           or ""), timeout=30, what="the job recorded failed at its limit")
 
 
-def test_a_workflows_jobs_join_the_trace_it_was_enqueued_in(qdb: QueueDB) -> None:
+def stored_runs(qdb: QueueDB, ids: list[int]) -> dict[int, str | None]:
+    """The run_trace_context of these jobs: the span each ran in, kept for the jobs that wait for it."""
+    conn = qdb.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT id, run_trace_context FROM mysqlq_jobs WHERE id IN ({','.join(map(str, ids))})")
+            return {int(job_id): context for job_id, context in cur.fetchall()}
+    finally:
+        conn.close()
+
+
+def test_a_groups_callback_links_to_the_spans_its_members_ran_in(qdb: QueueDB) -> None:
     spans_file = qdb.tmp / "spans.jsonl"
     produced = produce(qdb, traced_env(qdb, spans_file, "shop"), "test.traced", {}, how="group")
     *members, callback = produced["ids"]
@@ -220,33 +235,60 @@ def test_a_workflows_jobs_join_the_trace_it_was_enqueued_in(qdb: QueueDB) -> Non
     qdb.wait_done(4, timeout=30)
     qdb.wait_for(lambda: len(span_named(read_spans(spans_file), "work")) == 4, timeout=10, what="four runs")
     spans = read_spans(spans_file)
+    print_spans("spans of a group of three and its callback", spans)
     (checkout,) = span_named(spans, "checkout")
     trace_id, checkout_id = context_of(checkout)
     processes = {span["attributes"]["messaging.message.id"]: span for span in span_named(spans, "process default")}
     assert set(processes) == {str(job_id) for job_id in [*members, callback]}
+    # One trace: every run, the callback's too, a child of the span the group was enqueued in.
     assert {span["parent_id"] for span in processes.values()} == {checkout_id}
     assert {span["context"]["trace_id"] for span in processes.values()} == {trace_id}
-    assert all(not span["links"] for span in processes.values())  # its members' spans are its own: no link
+    runs = [context_of(processes[str(member)]) for member in members]
+    assert all(not processes[str(member)]["links"] for member in members)
+    links = processes[str(callback)]["links"]
+    assert sorted(context_of(link) for link in links) == sorted(runs)  # one link to each member's run
+    assert {link["attributes"]["mysqlq.link"] for link in links} == {"parent_ran_in"}
+    stored = stored_runs(qdb, [*members, callback])
+    assert stored[callback] is None  # nothing waits for it: nothing kept
+    for member, (run_trace, run_span) in zip(members, runs, strict=True):
+        assert (stored[member] or "").startswith(f"00-{run_trace[2:]}-{run_span[2:]}-")
 
 
-def test_a_job_enqueued_after_others_links_to_the_spans_they_were_enqueued_in(qdb: QueueDB) -> None:
+def test_a_chains_step_links_to_the_span_the_step_before_ran_in(qdb: QueueDB) -> None:
     spans_file = qdb.tmp / "spans.jsonl"
-    produced = produce(qdb, traced_env(qdb, spans_file, "shop"), "test.traced", {}, how="after")
-    first, second, callback = produced["ids"]
+    steps = produce(qdb, traced_env(qdb, spans_file, "shop"), "test.traced", {}, how="chain")["ids"]
     qdb.worker(env=traced_env(qdb, spans_file, "worker"))
     qdb.wait_done(3, timeout=30)
     qdb.wait_for(lambda: len(span_named(read_spans(spans_file), "work")) == 3, timeout=10, what="three runs")
     spans = read_spans(spans_file)
-    print_spans("spans of two jobs and one enqueued after both", spans)
+    print_spans("spans of a chain of three", spans)
+    runs = [span_named(spans, "process default", **{"messaging.message.id": str(step)})[0] for step in steps]
+    assert not runs[0]["links"]
+    for before, step in itertools.pairwise(runs):
+        assert [context_of(link) for link in step["links"]] == [context_of(before)]
+        assert step["links"][0]["attributes"]["mysqlq.link"] == "parent_ran_in"
+    assert stored_runs(qdb, steps)[steps[-1]] is None
+
+
+def test_a_job_after_others_run_untraced_links_to_the_spans_they_were_enqueued_in(qdb: QueueDB) -> None:
+    spans_file = qdb.tmp / "spans.jsonl"
+    produced = produce(qdb, traced_env(qdb, spans_file, "shop"), "test.traced", {}, how="after")
+    first, second, callback = produced["ids"]
+    # The two members run by a worker without OpenTelemetry: no span of their runs is kept.
+    bare = qdb.worker("--burst", "--queue", "default")
+    assert bare.wait(timeout=60) == 0
+    assert stored_runs(qdb, [first, second]) == {first: None, second: None}
+    qdb.worker("--queue", "later", env=traced_env(qdb, spans_file, "worker"))
+    qdb.wait_done(3, timeout=30)
+    qdb.wait_for(lambda: span_named(read_spans(spans_file), "work"), timeout=10, what="the callback's run")
+    spans = read_spans(spans_file)
+    print_spans("spans of a job enqueued after two others, run untraced", spans)
     (checkout,) = span_named(spans, "checkout")
     orders = [context_of(span) for name in ("order a", "order b") for span in span_named(spans, name)]
-    (run,) = span_named(spans, "process default", **{"messaging.message.id": str(callback)})
+    (run,) = span_named(spans, "process later", **{"messaging.message.id": str(callback)})
     assert run["parent_id"] == checkout["context"]["span_id"]
     assert sorted(context_of(link) for link in run["links"]) == sorted(orders)
     assert {link["attributes"]["mysqlq.link"] for link in run["links"]} == {"parent_enqueued_in"}
-    for member, order in zip((first, second), orders, strict=True):  # the members: children, no links
-        (member_run,) = span_named(spans, "process default", **{"messaging.message.id": str(member)})
-        assert member_run["parent_id"] == order[1] and not member_run["links"]
 
 
 def test_without_opentelemetry_nothing_is_stored_and_nothing_imports_it(qdb: QueueDB) -> None:
