@@ -12,6 +12,9 @@ from typing import Any, Self
 
 #: What would tie a child to the caller's own systemd: its notify socket and its journal stream.
 CALLERS_SYSTEMD = ("NOTIFY_SOCKET", "JOURNAL_STREAM")
+# A trace the caller was handed (a CI system's or otel-cli's): `mysqlq enqueue` would store it, and
+# tests that expect no trace context would see one. Tests that want it pass it in ``extra``.
+CALLERS_TRACE = ("TRACEPARENT", "TRACESTATE")
 
 
 class StartStop:
@@ -37,10 +40,11 @@ class StartStop:
 
 def child_env(extra: Mapping[str, str] | None = None, *, keep_settings: bool = True) -> dict[str, str]:
     """The environment for a child process (a worker, the CLI): the caller's, without its systemd's
-    notify socket and journal stream (the child would report to them), without its ``MYSQLQ_*``
-    settings unless ``keep_settings``; then ``extra``."""
+    notify socket and journal stream (the child would report to them) or a trace it was handed,
+    without its ``MYSQLQ_*`` settings unless ``keep_settings``; then ``extra``."""
     env = {name: value for name, value in os.environ.items()
-           if name not in CALLERS_SYSTEMD and (keep_settings or not name.startswith("MYSQLQ_"))}
+           if name not in CALLERS_SYSTEMD and name not in CALLERS_TRACE
+           and (keep_settings or not name.startswith("MYSQLQ_"))}
     env.update(extra or {})
     return env
 
