@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 # What a handler may raise that still only fails its job: sys.exit() and KeyboardInterrupt raised
 # by the handler itself. A real SIGINT never raises (the worker's signal handler only records it).
 JOB_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+# Whatever ends a run by raising: those, and the time limit's JobTimeout (a BaseException, so that a
+# handler's own ``except Exception`` cannot swallow it). See :func:`ended`.
+RUN_ENDS = (JobTimeout, *JOB_FAILURES)
 
 
 class Alarm:
@@ -193,7 +196,7 @@ class Runner:
         return job.time_limit or spec.limit or self.default_limit
 
     def run_here(self, job: ClaimedJob, spec: HandlerSpec) -> Outcome | DoneIn:
-        """The fast branch of :meth:`call`, for a plain, non-transactional handler known to be quick,
+        """The fast branch of the run path, for a plain, non-transactional handler known to be quick,
         on the main thread (its limit enforced by SIGALRM): :meth:`prepare` and :meth:`call` in one
         step, with no Prepared made. A job done with nothing to store (most jobs) returns only the
         seconds it took: no Outcome is made either. Never for a worker that traces (its jobs' spans are
@@ -205,50 +208,56 @@ class Runner:
             return undecodable(exc, started)
         ctx = JobContext(job, self.shared)
         self.cancels.running_here(job.id, ctx)
-        alarm = self.alarm
-        limit = self.limit(job, spec)
-        alarm.arm(limit, started)
-        try:
-            try:
-                value = spec.func(payload, ctx)
-            finally:
-                alarm.deadline = None  # disarm(): a timer ringing later finds no job
-        except JobTimeout:
-            return timed_out(limit, started)
-        except JOB_FAILURES as exc:
-            return failed(exc, started)
-        if value is None:  # most handlers: nothing to store, nothing more to write
-            return time.monotonic() - started
-        return self._done(started, value)
+        return self._plain(spec.func, payload, ctx, self.limit(job, spec), started, True)
 
     def context(self, prepared: Prepared, conn: Connection | None) -> JobContext:
         return JobContext(prepared.job, self.shared, conn)
 
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
-        """Call a plain handler; with ``alarm``, SIGALRM ends it at its limit (main thread only)."""
+        """Call a prepared ``def`` handler (in its transaction when it is transactional); with ``alarm``,
+        SIGALRM ends it at its limit (main thread only)."""
         ctx = self.context(prepared, conn)
         self.cancels.started(prepared.job.id, ctx)
+        if prepared.transactional:
+            return self._in_transaction(prepared, batch_id, conn, ctx, alarm)
+        outcome = self._plain(prepared.func, prepared.payload, ctx, prepared.limit, prepared.started, alarm)
+        return Outcome("done", outcome) if isinstance(outcome, float) else outcome
+
+    def _plain(self, func: Callable[..., Any], payload: Any, ctx: JobContext, limit: float, started: float,
+               alarm: bool) -> Outcome | DoneIn:
+        """The run of a plain handler, on every path: called under its limit, its exception or its
+        value made the outcome. Done with nothing to store: only the seconds it took."""
+        if alarm:
+            self.alarm.arm(limit, started)
         try:
-            if alarm:
-                self.alarm.arm(prepared.limit, prepared.started)
             try:
-                if prepared.transactional:
-                    assert conn is not None
-                    with transaction(conn):
-                        value = prepared.func(prepared.payload, ctx)
-                        woken = complete(conn, batch_id, prepared, self._result(value), self.runs.of(prepared.job.id))
-                    return Outcome("done", time.monotonic() - prepared.started, recorded=True, woken=woken)
-                value = prepared.func(prepared.payload, ctx)
+                value = func(payload, ctx)
+            finally:
+                if alarm:
+                    self.alarm.deadline = None  # disarm(): a timer ringing later finds no job
+        except RUN_ENDS as exc:
+            return ended(exc, limit, started)
+        if value is None:  # most handlers: nothing to store, nothing more to write
+            return time.monotonic() - started
+        return self._done(started, value)
+
+    def _in_transaction(self, prepared: Prepared, batch_id: int, conn: Connection | None, ctx: JobContext,
+                        alarm: bool) -> Outcome:
+        """A transactional ``def`` handler: its writes and its fenced completion commit together."""
+        assert conn is not None
+        if alarm:
+            self.alarm.arm(prepared.limit, prepared.started)
+        try:
+            try:
+                with transaction(conn):
+                    value = prepared.func(prepared.payload, ctx)
+                    woken = self._complete(conn, batch_id, prepared, value)
             finally:
                 if alarm:
                     self.alarm.disarm()
-        except JobTimeout:
-            return timed_out(prepared.limit, prepared.started)
-        except ClaimLost:
-            return claim_lost(prepared)
-        except JOB_FAILURES as exc:
-            return failed(exc, prepared.started, prepared.transactional)
-        return self._done(prepared.started, value)
+        except RUN_ENDS as exc:
+            return ended(exc, prepared.limit, prepared.started, transactional=True)
+        return Outcome("done", time.monotonic() - prepared.started, recorded=True, woken=woken)
 
     async def run_async(self, prepared: Prepared, batch_id: int, conn: Connection | None) -> Outcome:
         """Await an ``async def`` handler, cancelled at its time limit (or when its job is cancelled)."""
@@ -263,16 +272,18 @@ class Runner:
                 assert conn is not None
                 with transaction(conn):
                     value = await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
-                    woken = complete(conn, batch_id, prepared, self._result(value), self.runs.of(prepared.job.id))
+                    woken = self._complete(conn, batch_id, prepared, value)
                 return Outcome("done", time.monotonic() - prepared.started, recorded=True, woken=woken)
             value = await asyncio.wait_for(prepared.func(prepared.payload, ctx), prepared.limit)
-        except TimeoutError:
+        except TimeoutError:  # wait_for's, at the limit
             return timed_out(prepared.limit, prepared.started)
-        except ClaimLost:
-            return claim_lost(prepared)
-        except (*JOB_FAILURES, asyncio.CancelledError) as exc:
-            return failed(exc, prepared.started, prepared.transactional)
+        except (*RUN_ENDS, asyncio.CancelledError) as exc:
+            return ended(exc, prepared.limit, prepared.started, prepared.transactional)
         return self._done(prepared.started, value)
+
+    def _complete(self, conn: Connection, batch_id: int, prepared: Prepared, value: Any) -> set[str]:
+        """Inside a transactional handler's transaction, after it returned ``value``: the fenced completion."""
+        return complete(conn, batch_id, prepared, self._result(value), self.runs.of(prepared.job.id))
 
     def _result(self, value: Any) -> bytes | None:
         """The stored form of a handler's return value (ResultNotStored fails the job)."""
@@ -287,6 +298,16 @@ class Runner:
         except ResultNotStored as exc:  # a value the handler returned: never the database's fault
             return failed(exc, started)
         return Outcome("done", time.monotonic() - started, result=result)
+
+
+def ended(exc: BaseException, limit: float, started: float, transactional: bool = False) -> Outcome:
+    """What a run that raised makes of its job, on every path: past its time limit; a transactional
+    handler's claim taken over (its effect rolled back); else as :func:`failed` says."""
+    if isinstance(exc, JobTimeout):
+        return timed_out(limit, started)
+    if isinstance(exc, ClaimLost):
+        return claim_lost(started)
+    return failed(exc, started, transactional)
 
 
 def failed(exc: BaseException, started: float, transactional: bool = False) -> Outcome:
@@ -330,5 +351,5 @@ def complete(conn: Connection, batch_id: int, prepared: Prepared, result: bytes 
     return woken
 
 
-def claim_lost(prepared: Prepared) -> Outcome:
-    return Outcome("lost", time.monotonic() - prepared.started, "claim was taken over; effect rolled back", True)
+def claim_lost(started: float) -> Outcome:
+    return Outcome("lost", time.monotonic() - started, "claim was taken over; effect rolled back", True)
