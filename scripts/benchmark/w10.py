@@ -1,8 +1,7 @@
 """W10, rate limits: four workers of default slots drain 3,000 jobs of one handler limited to 200 a
 second (``bench.rated``), then the same jobs unlimited (``bench.noop``) in the same run: how close the
 drain comes to the limit, whether any window of a second held more, and the server's work per admitted
-job against an unlimited job's. The section also runs W10keys (mysqlq's own figure of many rate keys:
-benchmark.w10keys).
+job against an unlimited job's.
 
 The drain is watched every 0.2 s, not every 10 ms as elsewhere: a rated drain lasts seconds, and the
 watching would otherwise count as the server's work per job."""
@@ -66,6 +65,4 @@ def w10(bench: Bench, sizes: object, n: int = 3000) -> list[Figure]:
                 server_us_job=server * 1e6 / n, unlimited_server_us_job=free_server * 1e6 / n,
                 server_ratio=server / free_server if free_server else float("nan"))
         time.sleep(0.5)
-    from benchmark import w10keys  # it uses this module's drain
-
-    return [emit(fig), *w10keys.w10_keys(bench, sizes)]
+    return [emit(fig)]
