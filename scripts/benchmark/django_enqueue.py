@@ -1,6 +1,7 @@
 """W4django: what enqueueing through the Django Tasks backend costs beside ``mysqlq.enqueue_on`` of the
 same job (handler ``django.task``, the payload the backend writes) on the same Django connection (the
-project of tests/django_project, set up in this process).
+project of tests/django_project, set up in a process of its own that finds it on its PYTHONPATH, as a
+deployment's processes would).
 
 Two modes, alternating in blocks: each enqueue in autocommit (a commit each, as a view outside
 ``atomic()``), and many enqueues inside one ``transaction.atomic()`` (no commit in the timing: only
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import subprocess
 import sys
 from typing import Any
 
@@ -19,20 +21,8 @@ import mysqlq
 from benchmark.common import Bench, Figure, dsn_url, emit, note, timer
 
 PROJECT = pathlib.Path(__file__).resolve().parents[2] / "tests" / "django_project"
+SCRIPTS = pathlib.Path(__file__).resolve().parents[1]  # the benchmark package's folder, for the child
 BLOCKS = 10
-
-
-def setup(dsn: mysqlq.Dsn) -> Any:
-    """Django set up on ``dsn``'s database (once per process); returns the project's tasks module."""
-    os.environ["SHOP_DSN"] = dsn_url(dsn)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "shop.settings"
-    sys.path.insert(0, str(PROJECT))
-    import django
-
-    django.setup()
-    from shop import tasks
-
-    return tasks
 
 
 def w4_django(bench: Bench, n: int) -> list[Figure]:
@@ -42,31 +32,54 @@ def w4_django(bench: Bench, n: int) -> list[Figure]:
         note("W4django: Django is not installed; skipped")
         return []
     dsn = bench.fresh("w4_django")
-    tasks = setup(dsn)
-    from django.db import connection
-
     figures = []
     for mode in ("autocommit", "atomic"):
         figure = Figure("W4django", {"mode": mode, "n": str(n)}, spread=("ratio_enqueue_on",))
         for run in range(bench.runs):
             note(f"W4django run {run + 1}: {n} enqueues through the backend vs enqueue_on, {mode}")
-            connection.ensure_connection()
-            raw = connection.connection
-            tasks.add.enqueue(0, 0)  # the backend's first-use questions, before timing
-            backend_s = direct_s = 0.0
-            step = n // BLOCKS
-            for block in range(BLOCKS):
-                if block % 2:  # every other block the direct form goes first
-                    direct_s += _directly(raw, mode, step, block)
-                    backend_s += _through_backend(tasks, mode, step, block)
-                else:
-                    backend_s += _through_backend(tasks, mode, step, block)
-                    direct_s += _directly(raw, mode, step, block)
+            backend_s, direct_s = _in_a_django_process(dsn, mode, n)
             figure.add(backend_jobs_s=n / backend_s, enqueue_on_jobs_s=n / direct_s,
                        ratio_enqueue_on=direct_s / backend_s)
         figures.append(emit(figure))
     bench.drop(dsn.database)
     return figures
+
+
+def _in_a_django_process(dsn: mysqlq.Dsn, mode: str, n: int) -> tuple[float, float]:
+    """The seconds ``n`` enqueues took through the backend and through ``enqueue_on``, measured by
+    :func:`measure` in a child process set up as a Django project's."""
+    env = {**os.environ, "SHOP_DSN": dsn_url(dsn), "DJANGO_SETTINGS_MODULE": "shop.settings",
+           "PYTHONPATH": os.pathsep.join([str(PROJECT), str(SCRIPTS)])}
+    done = subprocess.run([sys.executable, "-m", "benchmark.django_enqueue", mode, str(n)], env=env,
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"W4django: the Django process failed: {done.stderr.strip()[-2000:]}")
+    backend_s, direct_s = map(float, done.stdout.split())
+    return backend_s, direct_s
+
+
+def measure(mode: str, n: int) -> tuple[float, float]:
+    """In the child: Django set up, the backend's first-use questions asked before timing, then blocks
+    of ``n / BLOCKS`` enqueues each way, every other block the direct form first."""
+    import django
+
+    django.setup()
+    from django.db import connection
+    from shop import tasks
+
+    connection.ensure_connection()
+    raw = connection.connection
+    tasks.add.enqueue(0, 0)
+    backend_s = direct_s = 0.0
+    step = n // BLOCKS
+    for block in range(BLOCKS):
+        if block % 2:
+            direct_s += _directly(raw, mode, step, block)
+            backend_s += _through_backend(tasks, mode, step, block)
+        else:
+            backend_s += _through_backend(tasks, mode, step, block)
+            direct_s += _directly(raw, mode, step, block)
+    return backend_s, direct_s
 
 
 def _through_backend(tasks: Any, mode: str, step: int, block: int) -> float:
@@ -102,3 +115,7 @@ def _directly(raw: Any, mode: str, step: int, block: int) -> float:
 def _payload(a: int, b: int) -> dict[str, Any]:
     """What the backend writes for ``tasks.add.enqueue(a, b)``."""
     return {"task": "shop.tasks.add", "args": [a, b], "kwargs": {}, "backend": "default"}
+
+
+if __name__ == "__main__":
+    print(*measure(sys.argv[1], int(sys.argv[2])))
