@@ -82,7 +82,7 @@ class Batches:
         batch_id, jobs = claim.batch_id, claim.jobs
         self.leases.hold(batch_id, claim.claimed_at)
         self.cancels.hold(job.id for job in jobs)
-        self.by_id[batch_id] = Batch(batch_id, deque(jobs), OutcomeBuffer(batch_id, self.settings),
+        self.by_id[batch_id] = Batch(batch_id, deque(jobs), OutcomeBuffer(self.settings),
                                      self.log.bind(batch_id=batch_id), [job.id for job in jobs],
                                      unsized=unsized and self.settings.concurrency > 1, keyed=keyed(jobs))
 
@@ -175,7 +175,7 @@ class Batches:
         (waking whoever serves the queues that gained ready jobs), then log them. ``completed``:
         the final completion went already, with a claim (what it changed)."""
         buffer = batch.buffer
-        written = buffer.flush(self.db, final, completed, self.runs)
+        written = buffer.flush(self.db, batch.batch_id, final, completed, self.runs)
         retry = buffer.next_retry
         if retry is not None:
             self._retry_in = retry if self._retry_in is None else min(self._retry_in, retry)

@@ -83,7 +83,6 @@ class OutcomeBuffer:
     has said whether the claim still held.
     """
 
-    batch_id: int
     settings: Settings
     done: list[int] = field(default_factory=list)
     with_result: list[tuple[int, bytes]] = field(default_factory=list)  # done, each written with its result
@@ -130,9 +129,10 @@ class OutcomeBuffer:
         written by its completion alone (``claims.complete_batch``)."""
         return bool(self.done) and not self.with_result and not self.failed
 
-    def flush(self, db: Database, final: bool = False, completed: int | None = None,
+    def flush(self, db: Database, batch_id: int, final: bool = False, completed: int | None = None,
               runs: Runs | None = None) -> Written:
-        """Write everything pending (see :class:`Written` for what comes back).
+        """Write everything pending, each statement fenced by the batch's token ``batch_id`` (see
+        :class:`Written` for what comes back).
 
         ``final``: every other job of the batch has been written, failed or released already, so
         the successes are exactly the batch's rows still running: one cheaper statement, no id list.
@@ -148,13 +148,13 @@ class OutcomeBuffer:
         parents_done: dict[int, bytes | None] = {}
         parents_dead: dict[int, str] = {}
         for job_id, result in with_result:  # before the batch's completion below, which takes the rest
-            if not db.run(partial(claims.complete_one, batch_id=self.batch_id, job_id=job_id, result=result)):
+            if not db.run(partial(claims.complete_one, batch_id=batch_id, job_id=job_id, result=result)):
                 parents_done[job_id] = result
         for job, outcome in failed:
             if outcome.kind == "snoozed":
                 if job.snoozes < self.settings.max_snoozes:
                     self._note_retry(outcome.delay)
-                    if not db.run(partial(claims.snooze, batch_id=self.batch_id, job_id=job.id, delay=outcome.delay)):
+                    if not db.run(partial(claims.snooze, batch_id=batch_id, job_id=job.id, delay=outcome.delay)):
                         lost.add(job.id)
                     continue
                 outcome.kind, outcome.error = "dead", (  # the log line and the metrics say what was written
@@ -164,21 +164,21 @@ class OutcomeBuffer:
             if outcome.kind == "failed" and job.attempt < job.max_attempts:
                 delay = backoff(job.attempt, self.settings)
                 self._note_retry(delay)
-                if not db.run(partial(claims.retry, batch_id=self.batch_id, job_id=job.id, delay=delay, error=error)):
+                if not db.run(partial(claims.retry, batch_id=batch_id, job_id=job.id, delay=delay, error=error)):
                     lost.add(job.id)
-            elif not db.run(partial(claims.bury, batch_id=self.batch_id, job_id=job.id, error=error)):
+            elif not db.run(partial(claims.bury, batch_id=batch_id, job_id=job.id, error=error)):
                 parents_dead[job.id] = error
         if done:
             if final:
                 count = completed if completed is not None else db.run(
-                    lambda cur: claims.complete_batch(cur, self.batch_id))
+                    lambda cur: claims.complete_batch(cur, batch_id))
             else:
-                count = db.run(lambda cur: claims.complete(cur, self.batch_id, done))
+                count = db.run(lambda cur: claims.complete(cur, batch_id, done))
             if count < len(done):
-                parents_done.update(dict.fromkeys(self._not_done(db, done)))
+                parents_done.update(dict.fromkeys(self._not_done(db, batch_id, done)))
         ran_in = runs.take(job.id for job, _ in entries) if runs else None
         if parents_done or parents_dead:
-            ended = db.run(lambda cur: claims.end_with_dependents(cur, self.batch_id, parents_done, parents_dead,
+            ended = db.run(lambda cur: claims.end_with_dependents(cur, batch_id, parents_done, parents_dead,
                                                                   ran_in))
             lost.update(job_id for job_id in (*parents_done, *parents_dead) if job_id not in ended.ids)
             self.woken |= ended.woken
@@ -187,9 +187,9 @@ class OutcomeBuffer:
     def _note_retry(self, delay: float) -> None:
         self.next_retry = delay if self.next_retry is None else min(self.next_retry, delay)
 
-    def _not_done(self, db: Database, ids: list[int]) -> list[int]:
+    def _not_done(self, db: Database, batch_id: int, ids: list[int]) -> list[int]:
         # Rare path: a claim was taken over while we ran, or others wait for the job (left running
         # for the releasing path, which tells the two apart). Rows that were ours without
         # dependents were just marked done, so these are the others.
-        still_ours = db.run(lambda cur: claims.completed_ids(cur, self.batch_id, ids))
+        still_ours = db.run(lambda cur: claims.completed_ids(cur, batch_id, ids))
         return [job_id for job_id in ids if job_id not in still_ours]
