@@ -88,14 +88,15 @@ def test_a_producer_with_its_grants_enqueues_in_every_form(qdb: QueueDB, produce
     dsn = producer_account.dsn(qdb.dsn)
     settings = Settings(dsn=Dsn.parse(dsn), hint_dir=str(qdb.tmp / "hints"))
     with mysqlq.Producer(settings) as producer:
-        first = producer.enqueue("test.record", {"n": 1}, priority=5)
+        first = producer.enqueue("test.record", {"n": 1}, priority=5, tags=["tenant:42"])
         later = producer.enqueue("test.record", delay=HOUR)
         keyed = producer.enqueue("test.record", dedupe_key="order-7")
         assert producer.enqueue("test.record", dedupe_key="order-7") == keyed
         after = producer.enqueue("test.record", after=[first])
         group = producer.group([Job("test.echo", {"value": n}) for n in range(2)], then=Job("test.gather"))
         chain = producer.chain(Job("test.step", {"tag": "a"}), Job("test.step", {"tag": "b"}))
-        assert producer.enqueue_many([Job("test.record", {"n": n}) for n in range(5)]) == 5
+        assert producer.enqueue_many([Job("test.record", {"n": n}, tags=["bulk"] if n == 0 else ())
+                                      for n in range(5)]) == 5
         with producer.transaction() as tx:
             in_tx = tx.enqueue("test.record", after=[later])
         state = producer.job(first)
@@ -115,7 +116,8 @@ def test_a_producer_with_its_grants_enqueues_in_every_form(qdb: QueueDB, produce
             return [one, two]
 
     from_async = asyncio.run(enqueue_async())
-    cli = qdb.cli("enqueue", "test.record", '{"cli": 1}', env=qdb.env(MYSQLQ_DSN=dsn), check=True)
+    cli = qdb.cli("enqueue", "test.record", '{"cli": 1}', "--tag", "from:cli", env=qdb.env(MYSQLQ_DSN=dsn),
+                  check=True)
 
     ids = [first, later, keyed, after, *group.members, group.callback, *chain, in_tx, outbox, *from_async,
            int(cli.stdout)]
@@ -123,6 +125,7 @@ def test_a_producer_with_its_grants_enqueues_in_every_form(qdb: QueueDB, produce
     assert statuses == {**dict.fromkeys(ids, "ready"), later: "scheduled", after: "waiting", group.callback: "waiting",
                         chain[1]: "waiting", in_tx: "waiting"}
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_dependencies") == 1 + 2 + 1 + 1
+    assert sorted(row[0] for row in qdb.query("SELECT tag FROM mysqlq_job_tags")) == ["bulk", "from:cli", "tenant:42"]
 
 
 def test_a_producers_hint_wakes_a_worker_it_finds_in_the_registry(qdb: QueueDB, producer_account: DatabaseUser,
@@ -165,8 +168,9 @@ def no_denials(qdb: QueueDB) -> None:
 def test_workers_with_their_grants_run_every_path_and_the_reaper(qdb: QueueDB, tmp_path: Path) -> None:
     qdb.query("CREATE TABLE test_effects (job_id BIGINT NOT NULL, attempt INT NOT NULL, KEY (job_id))")
     schedule = tmp_path / "schedule.toml"
-    schedule.write_text('[tick]\nevery = "1s"\nhandler = "test.record"\nqueue = "ticks"\n')
+    schedule.write_text('[tick]\nevery = "1s"\nhandler = "test.record"\nqueue = "ticks"\ntags = ["tick"]\n')
     old = plant(qdb, "done", 3, ended_ago=3 * HOUR)
+    qdb.query("INSERT INTO mysqlq_job_tags (job_id, tag) VALUES (%s, 'old')", (old[0],))
     with granted(qdb, "producer", prefix="mq_prod") as producer_account, \
             granted(qdb, "worker", extra=("GRANT INSERT ON {db}.test_effects TO {user}",), prefix="mq_work") as account:
         settings = Settings(dsn=Dsn.parse(producer_account.dsn(qdb.dsn)), hint_dir=str(qdb.tmp / "hints"))
@@ -221,6 +225,8 @@ def test_workers_with_their_grants_run_every_path_and_the_reaper(qdb: QueueDB, t
     assert qdb.scalar("SELECT COUNT(*) FROM test_effects WHERE job_id = %s", (effect,)) == 1
     assert json.loads(qdb.scalar("SELECT result FROM mysqlq_jobs WHERE id = %s", (echo,))) == {"answer": 42}
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers") == 0
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags WHERE tag = 'tick'") >= 1  # the schedule's tags
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags WHERE tag = 'old'") == 0  # deleted with their jobs
     no_denials(qdb)
 
 
@@ -249,7 +255,8 @@ def test_the_dashboard_with_read_only_grants_serves_every_page(qdb: QueueDB) -> 
     scheduler(qdb, EVERY_MINUTE).turn(utc(2026, 11, 24, 10, 0, 30))
     with granted(qdb, "dashboard", prefix="mq_web") as account:
         with web_server(qdb, "--read-only", MYSQLQ_DSN=account.dsn(qdb.dsn)) as base:  # checks the schema first
-            for path in ("/", "/jobs", "/jobs?status=dead", f"/jobs/{dead}", f"/jobs/{dead}/workflow", "/workers",
+            for path in ("/", "/jobs", "/jobs?status=dead", "/jobs?tag=tenant:42", f"/jobs/{dead}",
+                         f"/jobs/{dead}/workflow", "/workers",
                          "/schedules", "/metrics"):
                 code, body = get(base + path)
                 assert code == 200, (path, body[-2000:])
@@ -281,10 +288,12 @@ def test_operators_with_the_dashboards_grants_and_purges_run_the_commands(qdb: Q
     [dead] = plant(qdb, "dead", error="boom")
     [ready] = plant(qdb, "ready")
     old = plant(qdb, "done", 2, ended_ago=2 * HOUR)
+    qdb.query("INSERT INTO mysqlq_job_tags (job_id, tag) VALUES (%s, 'old'), (%s, 'old')", tuple(old))
     scheduler(qdb, EVERY_MINUTE).turn(utc(2026, 11, 24, 10, 0, 30))
     with granted(qdb, "dashboard", "dashboard-actions", "operator", prefix="mq_ops") as account:
         env = qdb.env(MYSQLQ_DSN=account.dsn(qdb.dsn))
-        for args in (["stats"], ["workers"], ["jobs", "list"], ["jobs", "show", str(dead)], ["retry", str(dead)],
+        for args in (["stats"], ["workers"], ["jobs", "list"], ["jobs", "list", "--tag", "old"],
+                     ["jobs", "show", str(dead)], ["retry", str(dead)],
                      ["cancel", str(ready)], ["pause", "default"], ["resume", "default"],
                      ["schedule", "pause", "minutely"], ["purge", "--done-older-than", "1h"], ["limits"],
                      ["limits", "set", "--handler", "test.record", "10/s"], ["limits", "lift", "--queue", "default"],
@@ -292,6 +301,7 @@ def test_operators_with_the_dashboards_grants_and_purges_run_the_commands(qdb: Q
             qdb.cli(*args, env=env, check=True)
     assert [status(qdb, dead)[0], status(qdb, ready)[0]] == ["ready", "cancelled"]
     assert qdb.scalar(f"SELECT COUNT(*) FROM mysqlq_jobs WHERE id IN ({old[0]}, {old[1]})") == 0
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags") == 0  # purged with their jobs
     assert qdb.scalar("SELECT paused FROM mysqlq_schedules WHERE name = 'minutely'") == 1
 
 
