@@ -42,7 +42,9 @@ def _instance_name() -> str:
 @click.option("--queue", "queues", envvar="MYSQLQ_QUEUES", show_envvar=True, multiple=True, callback=_split_queues,
               help="Queue to work (repeat, or comma-separate; earlier queues first) [default: default].")
 @click.option("--batch-size", envvar="MYSQLQ_BATCH_SIZE", show_envvar=True, type=click.IntRange(1, 10_000),
-              default=100, help="Jobs claimed per round trip.")
+              default=500, help="Most jobs claimed per round trip; fewer when the queue's jobs are slow (a worker "
+              "claims what its slots start within ~50 ms). With --concurrency 1 every claim is this size: lower it "
+              "for slow jobs there.")
 @click.option("--concurrency", envvar="MYSQLQ_CONCURRENCY", show_envvar=True, type=click.IntRange(1, 256),
               default=5, help="Jobs in flight at once: plain handlers on threads, async ones on one event loop "
               "(1: one at a time on the main thread). CPU-bound work scales by processes instead.")

@@ -3,12 +3,18 @@ bare-SQL loop and its ceiling (mysqlq's own statements in it) beside each; K=2 w
 warning`` and with ``--concurrency 1``. Every figure has the server's CPU per job (``server_us_job``,
 from ``/proc``: the private server's own, whatever else the machine runs), mysqlq's also its
 ceiling's (``ceiling_server_us_job``) and the bare loop's (``bare_server_us_job``).
+
+The bare loop runs at the worker's default batch size (BENCH.md's "same K and batch size"); while
+that default is not 100, the bare loop at batch 100, BENCH.md's reference figures, runs beside it
+(``ratio_bare100``, ``bare100_server_us_job``).
 """
 
 from __future__ import annotations
 
 from benchmark.common import Bench, Figure, emit, note
 from benchmark.shared import BATCH, Sizes, drain_bare, drain_mysqlq
+
+REFERENCE_BATCH = 100  # BENCH.md's bare loop
 
 
 def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
@@ -33,6 +39,10 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
                         cpu_us_job=o.cpu_us_job, server_us_job=o.server_us_job)
             b = drain_bare(bench, f"w1b_k{k}_r{run}", k, n)
             c = drain_bare(bench, f"w1c_k{k}_r{run}", k, n, ceiling=True)
+            if int(BATCH) != REFERENCE_BATCH:
+                r = drain_bare(bench, f"w1r_k{k}_r{run}", k, n, batch=REFERENCE_BATCH)
+                mq[k].add(ratio_bare100=d.jobs_s / r.jobs_s, bare100_jobs_s=r.jobs_s,
+                          bare100_server_us_job=r.server_us_job, server_vs_bare100=d.server_us_job / r.server_us_job)
             mq[k].add(jobs_s=d.jobs_s, steady_jobs_s=d.steady_jobs_s, startup_s=d.startup, cpu_us_job=d.cpu_us_job,
                       server_us_job=d.server_us_job, ceiling_ratio_bare=c.jobs_s / b.jobs_s,
                       ceiling_ratio_bare_steady=c.steady_jobs_s / b.steady_jobs_s,
