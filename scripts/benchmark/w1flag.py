@@ -1,0 +1,203 @@
+"""W1flag: W1's drain by the real worker on the ``flag`` schema design, a prototype measured before
+the design is written into mysqlq (docs/performance.md, *The flag design in the real worker*).
+
+The design (see designs.py and design_loop.py for its bare loop): a narrow ``mysqlq_ready`` table
+(job_id, queue, priority, batch_id: fixed-size, NOT NULL) beside the wide ``mysqlq_jobs``, whose
+ready index is left empty; a claim is one autocommit ``UPDATE mysqlq_ready … SET batch_id = token
+WHERE queue = q AND batch_id = 0 ORDER BY … LIMIT n`` after a ``mysqlq_batches`` row (worker,
+claim time, lease); the read-back joins the batch's narrow rows to the wide ones; the completion,
+in one transaction, writes each wide row once (status, attempts, batch_id, started_at, finished_at,
+all of fixed size, so InnoDB rewrites the record in place), deletes the batch's narrow rows and
+ends the batch's row. The worker sends them as it sends today's: the previous batch's completion,
+the claim and the read-back in one query.
+
+The prototype is this checkout's mysqlq with four statements (the poll's ready check, the claim,
+the read-back, the completion) and the three functions that send them replaced, in a copy made in
+a temporary folder (the workers find it first on their PYTHONPATH); it keeps none of the other
+guarantees (no reaper for the narrow rows, one queue only, no retries or limits), so only the no-op
+drain is measured. Per run, in alternation, K=2 and K=4: the worker at its default batch, the
+worker at ``--batch-size 100`` (the default before 500), the prototype at its default batch, and
+the bare loop at batch 100 (BENCH.md's reference). mysqlq's tables are rebuilt after the fill in
+every mysqlq run (the prototype's ALTER rebuilds it; ``ALTER TABLE … FORCE`` the others), so that
+each drain starts from a compact table.
+
+If this checkout's statements or functions changed so that the prototype no longer applies, the
+section stops and says which part is missing.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from benchmark.common import HERE, Bench, Figure, emit, note
+from benchmark.shared import BATCH, Sizes, drain_bare, drain_mysqlq
+
+EPOCH = "'1970-01-01 00:00:01'"
+
+# The design's tables, made from a migrated database holding the ready jobs (after the fill).
+SETUP = [
+    f"UPDATE mysqlq_jobs SET batch_id = 0, started_at = {EPOCH}, finished_at = {EPOCH}, ready_queue = NULL",
+    "ALTER TABLE mysqlq_jobs MODIFY batch_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+    f" MODIFY started_at DATETIME(6) NOT NULL DEFAULT {EPOCH}, MODIFY finished_at DATETIME(6) NOT NULL DEFAULT {EPOCH}",
+    "CREATE TABLE mysqlq_ready (job_id BIGINT UNSIGNED NOT NULL PRIMARY KEY, queue VARCHAR(100) NOT NULL,"
+    " priority SMALLINT NOT NULL, batch_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+    " KEY mysqlq_ready_claim (queue, batch_id, priority, job_id))"
+    " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    "CREATE TABLE mysqlq_batches (batch_id BIGINT UNSIGNED NOT NULL PRIMARY KEY, worker_id BIGINT UNSIGNED NOT NULL,"
+    " worker VARCHAR(255) NOT NULL, claimed_at DATETIME(6) NOT NULL, lease_until DATETIME(6) NOT NULL,"
+    " ended TINYINT NOT NULL DEFAULT 0, KEY mysqlq_batches_lease (lease_until))"
+    " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    "INSERT INTO mysqlq_ready (job_id, queue, priority)"
+    " SELECT id, queue, priority FROM mysqlq_jobs WHERE status = 'ready'",
+]
+
+POLL_READY = ("(SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready) WHERE ready_queue IN ({ids}) LIMIT 1)"
+              " AS has_ready")
+FLAG_POLL_READY = ("(SELECT 1 FROM mysqlq_ready FORCE INDEX (mysqlq_ready_claim)"
+                   " WHERE queue IN ({ids}) AND batch_id = 0 LIMIT 1) AS has_ready")
+
+# The statements the prototype sends instead of today's (queue 'default' only: W1's).
+STATEMENTS = {
+    "claim_batch": """INSERT IGNORE INTO mysqlq_batches (batch_id, worker_id, worker, claimed_at, lease_until)
+VALUES (%(batch_id)s, %(worker_id)s, %(worker)s, NOW(6), NOW(6) + INTERVAL %(lease_us)s MICROSECOND);
+UPDATE mysqlq_ready FORCE INDEX (mysqlq_ready_claim) SET batch_id = %(batch_id)s
+ WHERE queue = %(queue)s AND batch_id = 0 ORDER BY queue, batch_id, priority, job_id LIMIT %(limit)s;
+""",
+    "fetch_batch": """SELECT j.id, j.queue, j.handler, j.payload, j.attempts + 1, j.max_attempts, j.time_limit,
+       j.concurrency_key, j.snoozes, j.tags, j.trace_context, j.waiting_for IS NOT NULL
+  FROM mysqlq_ready r FORCE INDEX (mysqlq_ready_claim) JOIN mysqlq_jobs j ON j.id = r.job_id
+ WHERE r.queue = 'default' AND r.batch_id = %(batch_id)s ORDER BY r.priority, r.job_id;
+""",
+    "complete_batch": """START TRANSACTION;
+UPDATE mysqlq_ready r FORCE INDEX (mysqlq_ready_claim) JOIN mysqlq_jobs j ON j.id = r.job_id
+       JOIN mysqlq_batches b ON b.batch_id = r.batch_id
+   SET j.status = 'done', j.attempts = j.attempts + 1, j.batch_id = r.batch_id, j.started_at = b.claimed_at,
+       j.finished_at = NOW(6), j.dedupe_key = IF(j.dedupe_scope = 'active', NULL, j.dedupe_key)
+ WHERE r.queue = 'default' AND r.batch_id = %(batch_id)s AND b.ended = 0 AND j.dependents IS NULL;
+DELETE FROM mysqlq_ready WHERE queue = 'default' AND batch_id = %(batch_id)s;
+UPDATE mysqlq_batches SET ended = 1 WHERE batch_id = %(batch_id)s;
+COMMIT;
+""",
+}
+
+# Appended to the copy's mysqlq/store/claims.py: the later definitions are the ones the worker calls
+# (it looks them up on the module). The claim's query now has more results: read them all.
+CLAIMS_OVERRIDE = '''
+
+# ---- the flag prototype (scripts/benchmark/w1flag.py)
+
+
+def claim_and_fetch(conn, queue, batch_id, worker_id, worker, lease, limit, ended=None):  # type: ignore[no-redef]
+    params = _claim_params(queue, batch_id, worker_id, worker, lease, limit)
+    if ended is not None:
+        params["ended_batch_id"] = ended
+    literal = conn.literal
+    escaped = {name.encode(): literal(value) for name, value in params.items()}
+    conn.query(_claim_query_bytes(ended is not None) % escaped)
+    results = []
+    while True:
+        res = conn.store_result()
+        results.append((int(conn.affected_rows()), res.fetch_row(0) if res is not None else None))
+        if conn.next_result() != 0:
+            break
+    # the completion: START, UPDATE (the jobs), DELETE, UPDATE, COMMIT; the claim: INSERT, UPDATE; the read-back
+    completed = results[1][0] if ended is not None else None
+    return completed, results[-2][0], claimed_jobs(results[-1][1] or ())
+
+
+def complete_batch(cur, batch_id):  # type: ignore[no-redef]
+    execute(cur, "complete_batch", {"batch_id": batch_id})
+    counts = [cur.rowcount]
+    while cur.nextset():
+        counts.append(cur.rowcount)
+    return int(counts[1])
+'''
+
+_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+
+
+class DoesNotApply(SystemExit):
+    def __init__(self, what: str) -> None:
+        super().__init__(f"W1flag: the prototype no longer applies to this checkout: {what}")
+
+
+def replace_statements(text: str, bodies: dict[str, str]) -> str:
+    """``text`` (a .sql file of named statements) with the statements named in ``bodies`` replaced."""
+    chunks = _HEADER.split(text)
+    seen = set()
+    for index in range(1, len(chunks), 2):
+        name = chunks[index]
+        if name in bodies:
+            chunks[index + 1] = "\n" + bodies[name] + "\n"
+            seen.add(name)
+    missing = set(bodies) - seen
+    if missing:
+        raise DoesNotApply(f"no statement named {', '.join(sorted(missing))}")
+    return chunks[0] + "".join(f"-- name: {chunks[i]}{chunks[i + 1]}" for i in range(1, len(chunks), 2))
+
+
+def make_overlay(folder: pathlib.Path) -> None:
+    """A copy of this checkout's mysqlq in ``folder``, with the prototype's statements and functions."""
+    package = folder / "mysqlq"
+    shutil.copytree(HERE.parent.parent / "mysqlq", package, ignore=shutil.ignore_patterns("__pycache__"))
+    sql = package / "store" / "sql" / "queries.sql"
+    text = sql.read_text(encoding="utf-8")
+    if POLL_READY not in text:
+        raise DoesNotApply("the poll's ready check changed")
+    sql.write_text(replace_statements(text.replace(POLL_READY, FLAG_POLL_READY), STATEMENTS), encoding="utf-8")
+    claims = package / "store" / "claims.py"
+    source = claims.read_text(encoding="utf-8")
+    for needed in ("def _claim_params(", "def _claim_query_bytes(", "def claim_and_fetch(", "def complete_batch(",
+                   "from mysqlq.store import dependencies, execute"):
+        if needed not in source:
+            raise DoesNotApply(f"mysqlq/store/claims.py has no {needed!r}")
+    claims.write_text(source + CLAIMS_OVERRIDE, encoding="utf-8")
+    # Byte-compiled first, so that no worker compiles the copy as it starts (its CPU would count it).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, stdout=subprocess.DEVNULL)
+
+
+def flag_tables(cur: Any) -> None:
+    for statement in SETUP:
+        cur.execute(statement)
+
+
+def rebuilt(cur: Any) -> None:
+    cur.execute("ALTER TABLE mysqlq_jobs FORCE")
+
+
+def w1_flag(bench: Bench, sizes: Sizes) -> list[Figure]:
+    n = sizes.w1_jobs
+    figures = {k: Figure("W1flag", {"k": str(k), "batch": BATCH, "n": str(n)},
+                         spread=("flag_jobs_s", "flag_server_us_job", "flag_server_vs_batch100", "flag_ratio_bare100"))
+               for k in (2, 4)}
+    with tempfile.TemporaryDirectory(prefix="mysqlq-w1flag-") as folder:
+        make_overlay(pathlib.Path(folder))
+        for run in range(bench.runs):
+            for k in (2, 4):
+                note(f"W1flag run {run + 1}, K={k}: the worker (batch {BATCH}), at batch 100, the flag prototype, "
+                     "the bare loop at 100")
+                today = drain_mysqlq(bench, f"w1flag_today_k{k}_r{run}", k, n, after_fill=rebuilt)
+                old = drain_mysqlq(bench, f"w1flag_b100_k{k}_r{run}", k, n, options=["--batch-size", "100"],
+                                   after_fill=rebuilt)
+                flag = drain_mysqlq(bench, f"w1flag_flag_k{k}_r{run}", k, n, after_fill=flag_tables,
+                                    env={"PYTHONPATH": folder})
+                bare = drain_bare(bench, f"w1flag_bare_k{k}_r{run}", k, n, batch=100)
+                figures[k].add(
+                    jobs_s=today.jobs_s, server_us_job=today.server_us_job, cpu_us_job=today.cpu_us_job,
+                    batch100_jobs_s=old.jobs_s, batch100_server_us_job=old.server_us_job,
+                    batch100_cpu_us_job=old.cpu_us_job,
+                    flag_jobs_s=flag.jobs_s, flag_server_us_job=flag.server_us_job, flag_cpu_us_job=flag.cpu_us_job,
+                    bare100_jobs_s=bare.jobs_s, bare100_server_us_job=bare.server_us_job,
+                    bare100_cpu_us_job=bare.cpu_us_job,
+                    flag_server_vs_batch100=flag.server_us_job / old.server_us_job,
+                    flag_server_vs_default=flag.server_us_job / today.server_us_job,
+                    default_server_vs_batch100=today.server_us_job / old.server_us_job,
+                    flag_ratio_bare100=flag.jobs_s / bare.jobs_s, ratio_bare100=today.jobs_s / bare.jobs_s,
+                    batch100_ratio_bare100=old.jobs_s / bare.jobs_s)
+    return [emit(figures[k]) for k in (2, 4)]
