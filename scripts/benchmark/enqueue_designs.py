@@ -16,7 +16,7 @@ enqueues of W4's payload sent as mysqlq would send them:
   BEGIN, two INSERTs, COMMIT: four round trips;
 * ``trigger``: today's single autocommit INSERT on a table with an AFTER INSERT trigger that writes the
   narrow row when ``NEW.status = 'ready'``;
-* ``bare``: BENCH.md's autocommit INSERT into ``job_queue`` (W4's reference, bare.py).
+* ``bare``: the reference autocommit INSERT into ``job_queue`` (W4's reference, bare.py).
 
 The flag variants' databases get the prototype's tables (w1flag.SETUP) and ``ready_queue`` defaults to
 NULL there (the design leaves the wide table's ready index empty). For each: enqueues/s, the server's

@@ -4,8 +4,8 @@ warning`` and with ``--concurrency 1``. Every figure has the server's CPU per jo
 from ``/proc``: the private server's own, whatever else the machine runs), mysqlq's also its
 ceiling's (``ceiling_server_us_job``) and the bare loop's (``bare_server_us_job``).
 
-The bare loop runs at the worker's default batch size (BENCH.md's "same K and batch size"); while
-that default is not 100, the bare loop at batch 100, BENCH.md's reference figures, runs beside it
+The bare loop runs at the worker's default batch size (the workload's "same K and batch size"); while
+that default is not 100, the bare loop at batch 100, the reference loop's own batch, runs beside it
 (``ratio_bare100``, ``bare100_server_us_job``).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from benchmark.common import Bench, Figure, emit, note
 from benchmark.shared import BATCH, Sizes, drain_bare, drain_mysqlq
 
-REFERENCE_BATCH = 100  # BENCH.md's bare loop
+REFERENCE_BATCH = 100  # the reference loop's own batch
 
 
 def w1(bench: Bench, sizes: Sizes) -> list[Figure]:

@@ -17,7 +17,7 @@ a temporary folder (the workers find it first on their PYTHONPATH); it keeps non
 guarantees (no reaper for the narrow rows, one queue only, no retries or limits), so only the no-op
 drain is measured. Per run, in alternation, K=2 and K=4: the worker at its default batch, the
 worker at ``--batch-size 100`` (the default before 500), the prototype at its default batch, and
-the bare loop at batch 100 (BENCH.md's reference). mysqlq's tables are rebuilt after the fill in
+the bare loop at batch 100 (the reference loop's batch). mysqlq's tables are rebuilt after the fill in
 every mysqlq run (the prototype's ALTER rebuilds it; ``ALTER TABLE … FORCE`` the others), so that
 each drain starts from a compact table.
 
