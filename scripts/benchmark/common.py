@@ -422,9 +422,10 @@ def fill_jobs(cur: Any, n: int, handler: str = "bench.noop", payloads: Sequence[
 def pending(cur: Any) -> bool:
     """Is any job not finished yet? (Cheap index probes: the running rows of mysqlq_jobs_state, and its
     ready, scheduled, blocked and waiting ranges; a probe by status alone would read the history.)"""
-    cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_jobs WHERE running_batch IS NOT NULL)"
-                " OR EXISTS(SELECT 1 FROM mysqlq_jobs"
-                "           WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'blocked', 'waiting'))")
+    # (running_batch 0 is "none" too: W1flag's inplace prototype writes 0 rather than NULL; a token is never 0)
+    cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_jobs WHERE running_batch > 0)"
+                " OR EXISTS(SELECT 1 FROM mysqlq_jobs WHERE (running_batch IS NULL OR running_batch = 0)"
+                "           AND status IN ('ready', 'scheduled', 'blocked', 'waiting'))")
     return bool(cur.fetchone()[0])
 
 

@@ -1,5 +1,6 @@
-"""W1flag: W1's drain by the real worker on the ``flag`` schema design, a prototype measured before
-the design is written into mysqlq (docs/performance.md, *The flag design in the real worker*).
+"""W1flag: W1's drain by the real worker on the ``flag`` schema design (and on ``inplace``), as
+prototypes measured before a design is written into mysqlq (docs/performance.md, *The flag design in
+the real worker*).
 
 The design (see designs.py and design_loop.py for its bare loop): a narrow ``mysqlq_ready`` table
 (job_id, queue, priority, batch_id: fixed-size, NOT NULL) beside the wide ``mysqlq_jobs``, whose
@@ -21,7 +22,13 @@ the bare loop at batch 100 (the reference loop's batch). mysqlq's tables are reb
 every mysqlq run (the prototype's ALTER rebuilds it; ``ALTER TABLE … FORCE`` the others), so that
 each drain starts from a compact table.
 
-If this checkout's statements or functions changed so that the prototype no longer applies, the
+``inplace`` keeps a running job's status true instead: the claim stays one ``UPDATE … LIMIT`` on the
+wide table, keyed ``(status, queue, priority, id)`` (an index added after the fill), setting status,
+running_batch and attempts, every column the claim and the completion change of fixed size (0 and
+an epoch for "none"; running_batch 0 rather than NULL, so the copy's statements ask ``running_batch
+> 0`` where they asked ``IS NOT NULL``); the batch's row holds worker and lease as in ``flag``.
+
+If this checkout's statements or functions changed so that a prototype no longer applies, the
 section stops and says which part is missing.
 """
 
@@ -33,6 +40,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from benchmark.common import HERE, Bench, Figure, emit, note
@@ -79,10 +88,49 @@ UPDATE mysqlq_ready r FORCE INDEX (mysqlq_ready_claim) JOIN mysqlq_jobs j ON j.i
        JOIN mysqlq_batches b ON b.batch_id = r.batch_id
    SET j.status = 'done', j.attempts = j.attempts + 1, j.batch_id = r.batch_id, j.started_at = b.claimed_at,
        j.finished_at = NOW(6), j.dedupe_key = IF(j.dedupe_scope = 'active', NULL, j.dedupe_key)
- WHERE r.queue = 'default' AND r.batch_id = %(batch_id)s AND b.ended = 0 AND j.dependents IS NULL;
+ WHERE r.queue = 'default' AND r.batch_id = %(batch_id)s AND b.ended = 0 AND j.status = 'ready'
+   AND j.dependents IS NULL;
 DELETE FROM mysqlq_ready WHERE queue = 'default' AND batch_id = %(batch_id)s;
 UPDATE mysqlq_batches SET ended = 1 WHERE batch_id = %(batch_id)s;
 COMMIT;
+""",
+    # Part of a batch, written before its end (its narrow rows go with the batch's completion).
+    "complete_jobs": """UPDATE mysqlq_jobs j JOIN mysqlq_ready r ON r.job_id = j.id
+       JOIN mysqlq_batches b ON b.batch_id = r.batch_id
+   SET j.status = 'done', j.attempts = j.attempts + 1, j.batch_id = r.batch_id, j.started_at = b.claimed_at,
+       j.finished_at = NOW(6), j.dedupe_key = IF(j.dedupe_scope = 'active', NULL, j.dedupe_key)
+ WHERE r.batch_id = %s AND b.ended = 0 AND j.id IN ({ids}) AND j.status = 'ready' AND j.dependents IS NULL;
+""",
+}
+
+INPLACE_SETUP = [
+    f"UPDATE mysqlq_jobs SET batch_id = 0, running_batch = 0, started_at = {EPOCH}, finished_at = {EPOCH}",
+    "ALTER TABLE mysqlq_jobs ADD KEY mysqlq_jobs_ready2 (status, queue, priority, id)",
+    SETUP[3],  # mysqlq_batches
+    "ALTER TABLE mysqlq_jobs FORCE",
+]
+INPLACE_POLL_READY = ("(SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready2)"
+                      " WHERE status = 'ready' AND queue IN ({ids}) LIMIT 1) AS has_ready")
+INPLACE_STATEMENTS = {
+    "claim_batch": """INSERT IGNORE INTO mysqlq_batches (batch_id, worker_id, worker, claimed_at, lease_until)
+VALUES (%(batch_id)s, %(worker_id)s, %(worker)s, NOW(6), NOW(6) + INTERVAL %(lease_us)s MICROSECOND);
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready2)
+   SET status = 'running', running_batch = %(batch_id)s, attempts = attempts + 1
+ WHERE status = 'ready' AND queue = %(queue)s ORDER BY status, queue, priority, id LIMIT %(limit)s;
+""",
+    # (assignments run left to right: batch_id and started_at read running_batch before it is reset)
+    "complete_batch": """UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+   SET status = 'done', batch_id = running_batch, finished_at = NOW(6),
+       started_at = (SELECT b.claimed_at FROM mysqlq_batches b WHERE b.batch_id = mysqlq_jobs.running_batch),
+       running_batch = 0, dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
+ WHERE running_batch = %(batch_id)s AND dependents IS NULL;
+UPDATE mysqlq_batches SET ended = 1 WHERE batch_id = %(batch_id)s;
+""",
+    "complete_jobs": """UPDATE mysqlq_jobs
+   SET status = 'done', batch_id = running_batch, finished_at = NOW(6),
+       started_at = (SELECT b.claimed_at FROM mysqlq_batches b WHERE b.batch_id = mysqlq_jobs.running_batch),
+       running_batch = 0, dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
+ WHERE running_batch = %s AND id IN ({ids}) AND dependents IS NULL;
 """,
 }
 
@@ -106,8 +154,8 @@ def claim_and_fetch(conn, queue, batch_id, worker_id, worker, lease, limit, ende
         results.append((int(conn.affected_rows()), res.fetch_row(0) if res is not None else None))
         if conn.next_result() != 0:
             break
-    # the completion: START, UPDATE (the jobs), DELETE, UPDATE, COMMIT; the claim: INSERT, UPDATE; the read-back
-    completed = results[1][0] if ended is not None else None
+    # the completion's statements (the one that writes the jobs at JOBS), the claim's two, the read-back
+    completed = results[JOBS][0] if ended is not None else None
     return completed, results[-2][0], claimed_jobs(results[-1][1] or ())
 
 
@@ -116,7 +164,7 @@ def complete_batch(cur, batch_id):  # type: ignore[no-redef]
     counts = [cur.rowcount]
     while cur.nextset():
         counts.append(cur.rowcount)
-    return int(counts[1])
+    return int(counts[JOBS])
 '''
 
 _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
@@ -142,29 +190,58 @@ def replace_statements(text: str, bodies: dict[str, str]) -> str:
     return chunks[0] + "".join(f"-- name: {chunks[i]}{chunks[i + 1]}" for i in range(1, len(chunks), 2))
 
 
-def make_overlay(folder: pathlib.Path) -> None:
-    """A copy of this checkout's mysqlq in ``folder``, with the prototype's statements and functions."""
+@dataclass(frozen=True)
+class Prototype:
+    """A design as the worker would run it: its tables (made after the fill), the statements it sends
+    instead of today's, the poll's ready check, the position of the completion's statement that
+    writes the jobs (the count the worker checks), and text to replace in every statement."""
+
+    setup: list[str]
+    statements: dict[str, str]
+    poll_ready: str
+    jobs_at: int
+    rewrite: tuple[tuple[str, str], ...] = ()
+
+
+PROTOTYPES = {
+    "flag": Prototype(SETUP, STATEMENTS, FLAG_POLL_READY, 1),  # START TRANSACTION; the jobs' UPDATE; …
+    "inplace": Prototype(INPLACE_SETUP, INPLACE_STATEMENTS, INPLACE_POLL_READY, 0,
+                         (("running_batch IS NOT NULL", "running_batch > 0"),)),
+}
+
+
+def make_overlay(folder: pathlib.Path, design: Prototype) -> None:
+    """A copy of this checkout's mysqlq in ``folder``, with the design's statements and functions."""
     package = folder / "mysqlq"
     shutil.copytree(HERE.parent.parent / "mysqlq", package, ignore=shutil.ignore_patterns("__pycache__"))
-    sql = package / "store" / "sql" / "queries.sql"
+    sql_folder = package / "store" / "sql"
+    sql = sql_folder / "queries.sql"
     text = sql.read_text(encoding="utf-8")
     if POLL_READY not in text:
         raise DoesNotApply("the poll's ready check changed")
-    sql.write_text(replace_statements(text.replace(POLL_READY, FLAG_POLL_READY), STATEMENTS), encoding="utf-8")
+    sql.write_text(replace_statements(text.replace(POLL_READY, design.poll_ready), design.statements),
+                   encoding="utf-8")
+    for path in sql_folder.glob("*.sql"):
+        text = path.read_text(encoding="utf-8")
+        for old, new in design.rewrite:
+            text = text.replace(old, new)
+        path.write_text(text, encoding="utf-8")
     claims = package / "store" / "claims.py"
     source = claims.read_text(encoding="utf-8")
     for needed in ("def _claim_params(", "def _claim_query_bytes(", "def claim_and_fetch(", "def complete_batch(",
                    "from mysqlq.store import dependencies, execute"):
         if needed not in source:
             raise DoesNotApply(f"mysqlq/store/claims.py has no {needed!r}")
-    claims.write_text(source + CLAIMS_OVERRIDE, encoding="utf-8")
+    claims.write_text(source + CLAIMS_OVERRIDE.replace("JOBS", str(design.jobs_at)), encoding="utf-8")
     # Byte-compiled first, so that no worker compiles the copy as it starts (its CPU would count it).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, stdout=subprocess.DEVNULL)
 
 
-def flag_tables(cur: Any) -> None:
-    for statement in SETUP:
-        cur.execute(statement)
+def tables(design: Prototype) -> Callable[[Any], None]:
+    def make(cur: Any) -> None:
+        for statement in design.setup:
+            cur.execute(statement)
+    return make
 
 
 def rebuilt(cur: Any) -> None:
@@ -175,34 +252,41 @@ def w1_flag(bench: Bench, sizes: Sizes) -> list[Figure]:
     n = sizes.w1_jobs
     figures = {k: Figure("W1flag", {"k": str(k), "batch": BATCH, "n": str(n)},
                          spread=("flag_jobs_s", "flag_server_us_job", "flag_server_vs_batch100", "flag_ratio_bare100",
-                                 "flag_ratio_bare100_steady"))
+                                 "flag_ratio_bare100_steady", "inplace_server_vs_batch100"))
                for k in (2, 4)}
     with tempfile.TemporaryDirectory(prefix="mysqlq-w1flag-") as folder:
-        make_overlay(pathlib.Path(folder))
+        copies = {}
+        for name, design in PROTOTYPES.items():
+            copies[name] = pathlib.Path(folder) / name
+            make_overlay(copies[name], design)
         for run in range(bench.runs):
             for k in (2, 4):
-                note(f"W1flag run {run + 1}, K={k}: the worker (batch {BATCH}), at batch 100, the flag prototype, "
-                     "the bare loop at 100")
+                note(f"W1flag run {run + 1}, K={k}: the worker (batch {BATCH}), at batch 100, the prototypes "
+                     f"({', '.join(PROTOTYPES)}), the bare loop at 100")
                 today = drain_mysqlq(bench, f"w1flag_today_k{k}_r{run}", k, n, after_fill=rebuilt)
                 old = drain_mysqlq(bench, f"w1flag_b100_k{k}_r{run}", k, n, options=["--batch-size", "100"],
                                    after_fill=rebuilt)
-                flag = drain_mysqlq(bench, f"w1flag_flag_k{k}_r{run}", k, n, after_fill=flag_tables,
-                                    env={"PYTHONPATH": folder})
                 bare = drain_bare(bench, f"w1flag_bare_k{k}_r{run}", k, n, batch=100)
-                figures[k].add(
+                figure = figures[k]
+                figure.add(
                     jobs_s=today.jobs_s, server_us_job=today.server_us_job, cpu_us_job=today.cpu_us_job,
                     batch100_jobs_s=old.jobs_s, batch100_server_us_job=old.server_us_job,
                     batch100_cpu_us_job=old.cpu_us_job,
-                    flag_jobs_s=flag.jobs_s, flag_server_us_job=flag.server_us_job, flag_cpu_us_job=flag.cpu_us_job,
                     bare100_jobs_s=bare.jobs_s, bare100_server_us_job=bare.server_us_job,
                     bare100_cpu_us_job=bare.cpu_us_job,
-                    flag_server_vs_batch100=flag.server_us_job / old.server_us_job,
-                    flag_server_vs_default=flag.server_us_job / today.server_us_job,
                     default_server_vs_batch100=today.server_us_job / old.server_us_job,
-                    flag_ratio_bare100=flag.jobs_s / bare.jobs_s, ratio_bare100=today.jobs_s / bare.jobs_s,
-                    batch100_ratio_bare100=old.jobs_s / bare.jobs_s,
+                    ratio_bare100=today.jobs_s / bare.jobs_s, batch100_ratio_bare100=old.jobs_s / bare.jobs_s,
                     # from the first claim to the last completion: without the workers' start-up
-                    flag_ratio_bare100_steady=flag.steady_jobs_s / bare.steady_jobs_s,
                     ratio_bare100_steady=today.steady_jobs_s / bare.steady_jobs_s,
                     batch100_ratio_bare100_steady=old.steady_jobs_s / bare.steady_jobs_s)
+                for name, design in PROTOTYPES.items():
+                    d = drain_mysqlq(bench, f"w1flag_{name}_k{k}_r{run}", k, n, after_fill=tables(design),
+                                     env={"PYTHONPATH": str(copies[name])})
+                    figure.add(**{
+                        f"{name}_jobs_s": d.jobs_s, f"{name}_server_us_job": d.server_us_job,
+                        f"{name}_cpu_us_job": d.cpu_us_job,
+                        f"{name}_server_vs_batch100": d.server_us_job / old.server_us_job,
+                        f"{name}_server_vs_default": d.server_us_job / today.server_us_job,
+                        f"{name}_ratio_bare100": d.jobs_s / bare.jobs_s,
+                        f"{name}_ratio_bare100_steady": d.steady_jobs_s / bare.steady_jobs_s})
     return [emit(figures[k]) for k in (2, 4)]
