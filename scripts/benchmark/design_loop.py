@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import MySQLdb
@@ -232,21 +233,160 @@ def status_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: float
                 f" WHERE id IN ({in_list(ids)}) AND batch_id = %s AND dependents IS NULL", (started, *ids, batch_id))
 
 
+# ---------------------------------------------------------------------------- (e) a narrow ready table, flagged
+
+# The claim is one autocommit UPDATE … LIMIT, as today's, on the narrow rows: it sets their batch_id
+# (0: ready) where today's sets the wide rows' running_batch. The read-back and the completion find
+# the batch's rows by (batch_id, queue), which designs.py makes the narrow table's primary key (``flag``:
+# no secondary index, so the claim moves one record and the completion deletes one) or a secondary
+# index beside a primary key on job_id (``flag-id``: the claim rewrites the record in place and moves
+# that index's entry; the completion deletes both). The statements are the same for both layouts but
+# for the claim's index, which it names, and whose equality columns its ORDER BY names too, in the
+# index's order, as today's claim does: else MariaDB sorts every ready row for a claim that changes
+# the key it walks ("Using filesort"; with them, "Using buffer": the LIMIT's rows only).
+FLAG_CLAIM_OF = ("UPDATE mysqlq_ready FORCE INDEX ({index}) SET batch_id = %(batch_id)s"
+                 " WHERE batch_id = 0 AND queue = %(queue)s ORDER BY {equal}, priority, job_id LIMIT %(limit)s")
+FLAG_CLAIM = FLAG_CLAIM_OF.format(index="PRIMARY", equal="batch_id, queue")
+FLAG_ID_CLAIM = FLAG_CLAIM_OF.format(index="mysqlq_ready_claim", equal="queue, batch_id")
+FLAG_READ = ("SELECT " + ", ".join(f"j.{c.strip()}" for c in JOB_COLUMNS.split(","))
+             + " FROM mysqlq_ready r STRAIGHT_JOIN mysqlq_jobs j ON j.id = r.job_id"
+               " WHERE r.batch_id = %(batch_id)s AND r.queue = %(queue)s ORDER BY r.priority, r.job_id")
+# The completion, one transaction: the batch's lease ended first (the reaper ends it, in a transaction
+# of its own, before it puts the batch's narrow rows back to batch_id 0: whichever comes second finds
+# it ended), then the wide rows of the narrow rows the batch still holds written once (the join is a
+# fence of its own: a row the reaper took back is not in the batch), then those narrow rows deleted.
+FLAG_ENDED = BATCH_ENDED.replace("%s", "%(batch_id)s")
+FLAG_HISTORY = ("UPDATE mysqlq_ready r STRAIGHT_JOIN mysqlq_jobs j ON j.id = r.job_id"
+                "   SET j.status = 'done', j.attempts = j.attempts + 1, j.batch_id = r.batch_id,"
+                "       j.started_at = FROM_UNIXTIME(%(started)s), j.finished_at = NOW(6),"
+                "       j.dedupe_key = IF(j.dedupe_scope = 'active', NULL, j.dedupe_key)"
+                " WHERE r.batch_id = %(batch_id)s AND r.queue = %(queue)s AND j.dependents IS NULL")
+FLAG_DELETE = "DELETE FROM mysqlq_ready WHERE batch_id = %(batch_id)s AND queue = %(queue)s"
+FLAG_BATCH_ROW = (BATCH_ROW.format(ids="", lease=LEASE_US, id_param="")
+                  .replace("VALUES (%s, %s, %s,", "VALUES (%(batch_id)s, %(worker_id)s, %(worker)s,"))
+
+
+def flag_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str], claim: str = FLAG_CLAIM) -> list[Any]:
+    """The batch's row, then the claim (one autocommit UPDATE … LIMIT of the narrow rows), then the
+    read-back (the narrow rows of the batch joined to the wide ones), each autocommit, as today's."""
+    params = {"batch_id": batch_id, "worker_id": who[0], "worker": who[1], "queue": QUEUE, "limit": limit}
+    cur.execute(FLAG_BATCH_ROW, params)
+    if not cur.execute(claim, params):
+        cur.execute(BATCH_EMPTY, (batch_id,))
+        return []
+    cur.execute(FLAG_READ, params)
+    return list(cur.fetchall())
+
+
+def flag_id_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str]) -> list[Any]:
+    return flag_claim(cur, batch_id, limit, who, FLAG_ID_CLAIM)
+
+
+def flag_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: float) -> None:
+    """Fenced by the batch's row (its lease ends only if the reaper has not ended it first), in one
+    transaction with the history written and the narrow rows deleted."""
+    params = {"batch_id": batch_id, "queue": QUEUE, "started": started}
+    if cur.execute(FLAG_ENDED, params) != 1:
+        raise Fenced(batch_id)
+    cur.execute(FLAG_HISTORY, params)
+    cur.execute(FLAG_DELETE, params)
+
+
+# ``flag-ids``: the completion by the ids the read-back gave (the wide rows by primary key, no join),
+# fenced in the query itself: the lease's end is noted in a session variable, and the history and the
+# delete change nothing unless it changed the batch's row.
+FLAG_IDS_HELD = "SET @mysqlq_held = ROW_COUNT()"
+FLAG_IDS_HISTORY = ("UPDATE mysqlq_jobs SET status = 'done', attempts = attempts + 1, batch_id = %(batch_id)s,"
+                    "       started_at = FROM_UNIXTIME(%(started)s), finished_at = NOW(6),"
+                    "       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)"
+                    " WHERE id IN ({ids}) AND @mysqlq_held = 1 AND dependents IS NULL")
+FLAG_IDS_DELETE = FLAG_DELETE + " AND @mysqlq_held = 1"
+
+
+def flag_query(ended: Sequence[Any] | None, by_ids: bool = False) -> tuple[str, int]:
+    """``flag``'s statements as the worker would send them, one query per batch: the ended batch's
+    completion (its transaction; ``ended``: its rows) first, then the batch's row, the claim and the
+    read-back; and how many statements the query holds (the read-back is the last)."""
+    statements = [FLAG_BATCH_ROW, FLAG_CLAIM, FLAG_READ]
+    if ended:
+        if by_ids:
+            ids = ", ".join(str(int(row[0])) for row in ended)
+            completion = [FLAG_ENDED, FLAG_IDS_HELD, FLAG_IDS_HISTORY.replace("{ids}", ids), FLAG_IDS_DELETE]
+        else:
+            completion = [FLAG_ENDED, FLAG_HISTORY, FLAG_DELETE]
+        completion = [s.replace("%(batch_id)s", "%(ended_batch_id)s") for s in completion]
+        statements = ["START TRANSACTION", *completion, "COMMIT", *statements]
+    return ";\n".join(statements), len(statements)
+
+
+def flag_merged_drain(db: Any, batch: int, who: tuple[int, str], base: int, by_ids: bool = False) -> dict[str, Any]:
+    """``flag`` in one round trip per batch. The completion's fence cannot be read between statements
+    here: the join to the narrow rows the batch still holds is the fence (the lease's end changes no row
+    once the reaper has ended it); ``by_ids``: the lease's end, through a session variable. The query
+    is safe to send again after a deadlock or a lock wait timeout: a completion already committed
+    finds nothing of its batch, the batch's row is INSERT IGNORE, the claim and the read-back are those
+    of a batch not yet read."""
+    global deadlocks
+    jobs, first, last = 0, None, None
+    ended: int | None = None
+    ended_rows: list[Any] = []
+    ended_at = 0.0
+    with db.cursor() as cur:
+        for sequence in range(1, 1 << 31):
+            batch_id = base + sequence
+            claimed_at = time.time()
+            query, count = flag_query(ended_rows, by_ids)
+            params = {"batch_id": batch_id, "worker_id": who[0], "worker": who[1], "queue": QUEUE, "limit": batch,
+                      "ended_batch_id": ended, "started": ended_at}
+            while True:
+                try:
+                    cur.execute(query, params)
+                    for _ in range(count - 1):
+                        cur.nextset()
+                    rows = list(cur.fetchall())
+                    break
+                except MySQLdb.OperationalError as exc:
+                    db.rollback()  # a lock wait timeout leaves the completion's transaction open
+                    if exc.args[0] not in RETRIED:
+                        raise
+                    deadlocks += 1
+            if ended is not None:
+                last = time.time()  # the batch before completed
+            if not rows:
+                cur.execute(BATCH_EMPTY, (batch_id,))
+                break
+            if first is None:
+                first = claimed_at
+            # (the handlers would run here: no-ops)
+            jobs += len(rows)
+            # completed by the next query, the last one included
+            ended, ended_rows, ended_at = batch_id, rows, claimed_at
+    return {"jobs": jobs, "first": first, "last": last, "deadlocks": deadlocks}
+
+
 # ---------------------------------------------------------------------------- the loop
 
 Claim = Callable[[Any, int, int, tuple[int, str]], list[Any]]
 Complete = Callable[[Any, int, Sequence[Any], float], None]
-# name: (claim, completion, whether each is one transaction; if not, its statements are autocommit, as
-# mysqlq's are today: the batch's row first, then the claim; the jobs' completion, then the batch's)
-LOOPS: dict[str, tuple[Claim, Complete, bool]] = {
-    "fewer": (fewer_claim, fewer_complete, False),
-    "inplace": (inplace_claim, inplace_complete, False),
-    "pk": (pk_claim, pk_complete, True),
-    "pk-finished": (pk_claim, pk_complete, True),  # the same statements; designs.py keys mysqlq_jobs_state otherwise
-    "narrow": (narrow_claim, narrow_complete, True),
-    "batchrow": (batchrow_claim, batchrow_complete, True),
-    "batchrow-fixed": (batchrow_claim, batchrow_complete, True),  # designs.py: fixed-size columns
-    "batchrow-status": (status_claim, status_complete, True),
+# name: (claim, completion, whether the claim and whether the completion are each one transaction; if
+# not, their statements are autocommit, as mysqlq's are today: the batch's row first, then the claim;
+# the jobs' completion, then the batch's)
+LOOPS: dict[str, tuple[Claim, Complete, bool, bool]] = {
+    "fewer": (fewer_claim, fewer_complete, False, False),
+    "inplace": (inplace_claim, inplace_complete, False, False),
+    "pk": (pk_claim, pk_complete, True, True),
+    "pk-finished": (pk_claim, pk_complete, True, True),  # the same statements; mysqlq_jobs_state keyed otherwise
+    "narrow": (narrow_claim, narrow_complete, True, True),
+    "batchrow": (batchrow_claim, batchrow_complete, True, True),
+    "batchrow-fixed": (batchrow_claim, batchrow_complete, True, True),  # designs.py: fixed-size columns
+    "batchrow-status": (status_claim, status_complete, True, True),
+    "flag": (flag_claim, flag_complete, False, True),
+    "flag-id": (flag_id_claim, flag_complete, False, True),
+}
+# name: a loop of its own, in the worker's queries (one per batch)
+MERGED: dict[str, Callable[[Any, int, tuple[int, str], int], dict[str, Any]]] = {
+    "flag-merged": flag_merged_drain,
+    "flag-ids": partial(flag_merged_drain, by_ids=True),
 }
 
 deadlocks = 0
@@ -275,23 +415,35 @@ def transaction(db: Any, run: Callable[[Any], Any], atomic: bool = True) -> Any:
             raise
 
 
+def _claiming(claim: Claim, batch_id: int, limit: int, who: tuple[int, str], cur: Any) -> list[Any]:
+    return claim(cur, batch_id, limit, who)
+
+
+def _completing(complete: Complete, batch_id: int, rows: Sequence[Any], started: float, cur: Any) -> None:
+    complete(cur, batch_id, rows, started)
+
+
 def drain(conn: dict[str, Any], design: str, batch: int) -> dict[str, Any]:
     """Claim (with its read-back) and complete batches, each in a transaction, until a claim is empty."""
-    claim, complete, atomic = LOOPS[design]
     db = MySQLdb.connect(autocommit=True, charset="utf8mb4", **conn)
     who = (os.getpid(), f"designs:{os.getpid()}")
-    base = os.getpid() << 32  # unique per drainer; the database is fresh per run
+    base = os.getpid() << 32  # unique per drainer; the database is fresh per run, or its own rows go after it
+    if design in MERGED:
+        result = MERGED[design](db, batch, who, base)
+        db.close()
+        return result
+    claim, complete, claim_atomic, complete_atomic = LOOPS[design]
     jobs, first, last = 0, None, None
     for sequence in range(1, 1 << 31):
         batch_id = base + sequence
         claimed_at = time.time()
-        rows = transaction(db, lambda cur, b=batch_id: claim(cur, b, batch, who), atomic)
+        rows: list[Any] = transaction(db, partial(_claiming, claim, batch_id, batch, who), claim_atomic)
         if not rows:
             break
         if first is None:
             first = claimed_at
         # (the handlers would run here: no-ops)
-        transaction(db, lambda cur, b=batch_id, r=rows, s=claimed_at: complete(cur, b, r, s), atomic)
+        transaction(db, partial(_completing, complete, batch_id, rows, claimed_at), complete_atomic)
         jobs += len(rows)
         last = time.time()
     db.close()
@@ -300,7 +452,7 @@ def drain(conn: dict[str, Any], design: str, batch: int) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="design_loop.py", description="A candidate design's drain loop.")
-    parser.add_argument("--design", required=True, choices=sorted(LOOPS))
+    parser.add_argument("--design", required=True, choices=sorted([*LOOPS, *MERGED]))
     parser.add_argument("--conn", required=True, help="mysqlclient connect() keyword arguments as JSON")
     parser.add_argument("--batch", type=int, default=100)
     args = parser.parse_args(argv)

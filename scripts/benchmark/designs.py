@@ -1,12 +1,13 @@
 """designs: the server's work per job of candidate schema designs, each drained by a bare loop.
 
 Issue 45 asks for half the server's CPU per no-op job. This section drains N no-op jobs (20,000;
-5,000 with ``--quick``) with K=2 processes per design, on a fresh database each time, the designs
-in alternation within each run, and reads per job: the server's CPU (``/proc`` of its process, over
-the drain, and until purge has caught up, as serverwork does), the redo log generated, the
-statements sent and the handler reads, the first-claim-to-last-completion rate; then, on one more
-drain per design with counting triggers (serverwork's), the wide row's records rewritten and
-columns changed, the other tables' rows written and the secondary-index entries changed.
+5,000 with ``--quick``) with K processes per design (2; ``MYSQLQ_BENCH_DESIGNS_K=4`` for 4), on a
+fresh database each time, the designs in alternation within each run, and reads per job: the
+server's CPU (``/proc`` of its process, over the drain, and until purge has caught up, as serverwork
+does), the redo log generated, the statements sent and the handler reads, the
+first-claim-to-last-completion rate; then, on one more drain per design with counting triggers
+(serverwork's), the wide row's records rewritten and columns changed, the other tables' rows written
+and the secondary-index entries changed.
 
 The designs (design_loop.py holds their statements):
 
@@ -33,11 +34,27 @@ The designs (design_loop.py holds their statements):
   with the same fixed-size columns; ``batchrow-status``: ``batchrow-fixed`` whose claim also marks
   the wide rows running by primary key (status, batch_id, attempts: in place), so that a running
   job's own row says so;
+- ``flag``: ``batchrow-fixed``'s narrow ``mysqlq_ready`` with a fixed-size ``batch_id`` (0: ready)
+  in its primary key ``(batch_id, queue, priority, job_id)`` and no secondary index: the claim is
+  one autocommit ``UPDATE mysqlq_ready SET batch_id = … WHERE batch_id = 0 AND queue = … ORDER BY
+  priority, job_id LIMIT n`` (after the batch's row, which holds no ids), the read-back joins the
+  batch's narrow rows to the wide ones, and the completion, one transaction, ends the batch's lease
+  (one row changed, or it is rolled back), writes the wide rows once through the same join and
+  deletes the narrow rows; ``flag-id``: the same statements with ``mysqlq_ready`` keyed on job_id
+  and a secondary index ``(queue, batch_id, priority)``; ``flag-merged``: ``flag``'s statements in
+  one query per batch, as the worker sends today's (the ended batch's completion, the batch's row,
+  the claim, the read-back); ``flag-ids``: ``flag-merged`` whose completion writes the wide rows by
+  the ids the read-back gave, fenced by the lease's end through a session variable (no join);
 
 each at batch 100 (mysqlq's default), and some at 500. ``MYSQLQ_BENCH_DESIGNS=inplace/100,batchrow/500``
 runs only those (and the two references, bare/100 and ceiling/100), e.g. with ``--runs 5`` for a
-narrower spread. Per-job figures and ratios within the run only: the machine may be shared. A
-private server of its own (default settings), or MYSQLQ_DSN.
+narrower spread. ``MYSQLQ_BENCH_DESIGNS_DONE=2000000`` puts that many done jobs (history, as W5's,
+finished over the past week, 100 to a batch, in each shape's own form: no narrow rows, and batch
+rows with their leases ended) in one database per table shape before the runs, filled once; each
+drain then adds its ready jobs to it and deletes its own rows after (so that every drain runs
+beside the same history); the counting drain stays on a fresh database. Per-job figures and ratios
+within the run only: the machine may be shared. A private server of its own (default settings),
+or MYSQLQ_DSN.
 """
 
 from __future__ import annotations
@@ -70,7 +87,21 @@ from benchmark.common import (
 from benchmark.serverwork import CHANGES_TABLE, HANDLER_READS, Probe, create_counting_triggers, diff, minus, redo_bytes
 from benchmark.shared import ceiling_statements, cpu_since, server_cpu
 
-K = 2
+
+def knob(name: str, default: int) -> int:
+    """A whole number from the environment (``default`` when unset)."""
+    given = os.environ.get(name, "").strip().replace("_", "")
+    if not given:
+        return default
+    if not given.isdigit():
+        raise SystemExit(f"{name}: {given!r} is not a whole number")
+    return int(given)
+
+
+K = max(1, knob("MYSQLQ_BENCH_DESIGNS_K", 2))  # draining processes per design
+DONE = knob("MYSQLQ_BENCH_DESIGNS_DONE", 0)  # done rows (history) beside the ready jobs
+HISTORY_WEEK_US = 7 * 86_400 * 1_000_000  # the history's finished_at spread over a week, the newest 2 hours old
+HISTORY_BATCH = 100  # history jobs per batch (mysqlq's default batch)
 TEMPLATE = "designs_template"  # a database migrated once: its mysqlq_jobs is every design's starting point
 
 BATCHES = """CREATE TABLE mysqlq_batches (
@@ -87,6 +118,28 @@ READY = """CREATE TABLE mysqlq_ready (
   priority SMALLINT NOT NULL,
   job_id BIGINT UNSIGNED NOT NULL,
   PRIMARY KEY (queue, priority, job_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
+# ``flag``: the narrow rows stay until the completion, flagged with their batch (0: ready); clustered
+# on what every statement looks them up by (the claim: queue and batch 0, in claim order; the read-back
+# and the completion: the batch and its queue), so no secondary index: the claim moves each record
+# (its key changes) and the completion deletes it, one record each.
+FLAG_READY = """CREATE TABLE mysqlq_ready (
+  queue VARCHAR(100) NOT NULL,
+  priority SMALLINT NOT NULL,
+  job_id BIGINT UNSIGNED NOT NULL,
+  batch_id BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  PRIMARY KEY (batch_id, queue, priority, job_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
+# ``flag-id``: the same rows keyed on the job, the lookups through a secondary index: the claim
+# rewrites the record in place (batch_id is fixed-size) and moves its entry of that index; the
+# completion deletes the record and the entry.
+FLAG_READY_ID = """CREATE TABLE mysqlq_ready (
+  queue VARCHAR(100) NOT NULL,
+  priority SMALLINT NOT NULL,
+  job_id BIGINT UNSIGNED NOT NULL,
+  batch_id BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id),
+  KEY mysqlq_ready_claim (queue, batch_id, priority)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
 CLAIMED = """CREATE TABLE mysqlq_claimed (
   batch_id BIGINT UNSIGNED NOT NULL,
@@ -105,7 +158,10 @@ FIXED = ("ALTER TABLE mysqlq_jobs MODIFY batch_id BIGINT UNSIGNED NOT NULL DEFAU
 FIXED_CLAIM = ("ALTER TABLE mysqlq_jobs MODIFY running_batch BIGINT UNSIGNED NOT NULL DEFAULT 0,"
                " DROP INDEX mysqlq_jobs_ready, ADD KEY mysqlq_jobs_ready (status, queue, priority, id)")
 NO_READY_INDEX = "ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_ready"
-FILL_READY = "INSERT INTO mysqlq_ready (queue, priority, job_id) SELECT queue, priority, id FROM mysqlq_jobs"
+HISTORY_COLUMNS = ("queue, handler, payload, status, priority, run_at, attempts, max_attempts, batch_id, worker_id,"
+                   " worker, enqueued_at, started_at, finished_at")
+FILL_READY = ("INSERT INTO mysqlq_ready (queue, priority, job_id) SELECT queue, priority, id FROM mysqlq_jobs"
+              " WHERE id > %s")  # the jobs just filled (not the history)
 
 # The statements that shape a fresh database (after mysqlq_jobs is made like the template's) per loop.
 SHAPES: dict[str, list[str]] = {
@@ -118,8 +174,12 @@ SHAPES: dict[str, list[str]] = {
     "inplace": [BATCHES, FIXED, FIXED_CLAIM],
     "batchrow-fixed": [BATCHES, READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
     "batchrow-status": [BATCHES, READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
+    "flag": [BATCHES, FLAG_READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
+    "flag-id": [BATCHES, FLAG_READY_ID, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
+    "flag-merged": [BATCHES, FLAG_READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
+    "flag-ids": [BATCHES, FLAG_READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
 }
-NARROW = ("narrow", "batchrow", "batchrow-fixed", "batchrow-status")
+NARROW = ("narrow", "batchrow", "batchrow-fixed", "batchrow-status", "flag", "flag-id", "flag-merged", "flag-ids")
 
 
 @dataclass(frozen=True)
@@ -141,7 +201,8 @@ DESIGNS = [Design("bare", 100), Design("ceiling", 100), Design("fewer", 100), De
            Design("batchrow-fixed", 100), Design("batchrow-status", 100),
            Design("bare", 500), Design("ceiling", 500), Design("inplace", 500), Design("pk-finished", 500),
            Design("narrow", 500), Design("batchrow", 500), Design("batchrow-fixed", 500),
-           Design("batchrow-status", 500)]
+           Design("batchrow-status", 500), Design("flag", 100), Design("flag-merged", 100), Design("flag", 500),
+           Design("flag-id", 500), Design("flag-merged", 500)]
 REFERENCE = Design("bare", 100)
 CEILING = Design("ceiling", 100)
 
@@ -173,6 +234,16 @@ class Run:
     deadlocks: int = 0
 
 
+@dataclass
+class History:
+    """A database per shape holding DONE done rows, filled once and drained beside in every run."""
+
+    dsn: mysqlq.Dsn
+    seconds: float  # the fill's wall time
+    server_cpu: float  # s, the server's CPU for the fill
+    batches: int  # the history's batch ids go up to this (the drainers' are far above)
+
+
 def main(quick: bool, runs: int, json_path: str | None = None) -> int:
     n = 5000 if quick else 20_000
     started = time.perf_counter()
@@ -180,15 +251,23 @@ def main(quick: bool, runs: int, json_path: str | None = None) -> int:
     figures: list[Figure] = []
     try:
         print(f"# server: {bench.where}: {bench.server_info}")
-        print(f"# designs: {K} drainers each, {n} no-op jobs, runs={runs}, designs in alternation", flush=True)
+        print(f"# designs: {K} drainers each, {n} no-op jobs, {DONE} done rows beside them, runs={runs},"
+              " designs in alternation", flush=True)
         probe = Probe(bench)
         bench.fresh(TEMPLATE)
         chosen = selected()
+        histories: dict[str, History] = {}
+        if DONE:
+            for design in chosen:
+                if shape_of(design) not in histories:
+                    note(f"designs: {DONE} done rows in {design.loop}'s shape")
+                    histories[shape_of(design)] = history(bench, design, f"dz_done{len(histories)}")
+            settle(bench)
         results: dict[Design, list[Run]] = {d: [] for d in chosen}
         for run in range(runs):
             for design in chosen:
                 note(f"designs run {run + 1}: {design.name}")
-                results[design].append(timed(bench, probe, design, f"dz_r{run}", n))
+                results[design].append(timed(bench, probe, design, f"dz_r{run}", n, histories.get(shape_of(design))))
         changes: dict[Design, dict[str, float]] = {}
         for design in chosen:
             note(f"designs: {design.name}, changes counted by triggers")
@@ -198,10 +277,14 @@ def main(quick: bool, runs: int, json_path: str | None = None) -> int:
             emit(fig)
         print()
         print(report(results, changes, bench, n))
+        for shape, done in histories.items():
+            print(f"# history of {DONE} done rows in {shape}'s shape: filled in {done.seconds:.0f} s, "
+                  f"server CPU {done.server_cpu:.1f} s")
     finally:
         bench.close()
     if json_path:
-        write_json(json_path, figures, {"section": "designs", "server": bench.server_info, "jobs": n})
+        write_json(json_path, figures, {"section": "designs", "server": bench.server_info, "jobs": n, "k": K,
+                                        "done": DONE})
     print(f"\n# total {time.perf_counter() - started:.0f} s")
     return 0
 
@@ -209,8 +292,15 @@ def main(quick: bool, runs: int, json_path: str | None = None) -> int:
 # ---------------------------------------------------------------------------- one drain
 
 
-def prepare(bench: Bench, design: Design, name: str, n: int) -> tuple[mysqlq.Dsn, float]:
-    """A fresh database shaped for ``design`` holding ``n`` ready jobs; the server's CPU for the fill."""
+def shape_of(design: Design) -> str:
+    """The name of the first loop of the design's table shape (designs of one shape share a history)."""
+    if design.loop == "bare":
+        return "bare"
+    return next(loop for loop, shape in SHAPES.items() if shape == SHAPES[design.loop])
+
+
+def shaped(bench: Bench, design: Design, name: str) -> tuple[mysqlq.Dsn, Any, Any]:
+    """A fresh database with the design's tables, empty; its connection and a cursor."""
     dsn = bench.fresh(name, migrate=False)
     conn = bench.connect(dsn)
     cur = conn.cursor()
@@ -220,16 +310,84 @@ def prepare(bench: Bench, design: Design, name: str, n: int) -> tuple[mysqlq.Dsn
         cur.execute(f"CREATE TABLE mysqlq_jobs LIKE `{DB_PREFIX + TEMPLATE}`.mysqlq_jobs")
         for statement in SHAPES[design.loop]:
             cur.execute(statement)
+    return dsn, conn, cur
+
+
+def prepare(bench: Bench, design: Design, name: str, n: int,
+            done: History | None = None) -> tuple[mysqlq.Dsn, float, int]:
+    """A fresh database shaped for ``design`` (or the shape's history) to which ``n`` ready jobs are
+    added; the server's CPU for the fill, and the highest job id before it."""
+    if done is None:
+        dsn, conn, cur = shaped(bench, design, name)
+        since = 0
+    else:
+        dsn = done.dsn
+        conn = bench.connect(dsn)
+        cur = conn.cursor()
+        cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {design.table}")
+        since = int(cur.fetchone()[0])
     cpu = server_cpu(bench)
     if design.loop == "bare":
         bench_bare.fill(cur, [payload_bytes(i) for i in range(n)])
     else:
         fill_jobs(cur, n)
         if design.loop in NARROW:
-            cur.execute(FILL_READY)
+            cur.execute(FILL_READY, (since,))
     fill = cpu_since(server_cpu(bench), cpu)
     conn.close()
-    return dsn, fill
+    return dsn, fill, since
+
+
+def history(bench: Bench, design: Design, name: str) -> History:
+    """A database shaped for ``design`` holding DONE done jobs (as W5's: no-op jobs finished long ago,
+    here spread over a week of finished_at, the newest two hours old) in the shape's own form: done
+    wide rows (no narrow row), 100 to a batch, and for the shapes with ``mysqlq_batches`` the batches'
+    rows, their leases ended. Filled by INSERT … SELECT doubling."""
+    dsn, conn, cur = shaped(bench, design, name)
+    started, cpu = time.perf_counter(), server_cpu(bench)
+    spacing = HISTORY_WEEK_US // DONE
+    if design.loop == "bare":
+        cur.execute("INSERT INTO job_queue (status, batch_id, data) VALUES (2, 1, %s)", (payload_bytes(0),))
+    else:
+        cur.execute(f"SELECT NOW(6) - INTERVAL {HISTORY_WEEK_US} MICROSECOND - INTERVAL 2 HOUR")
+        oldest = cur.fetchone()[0]
+        cur.execute(f"INSERT INTO mysqlq_jobs ({HISTORY_COLUMNS}) VALUES ('default', 'bench.noop', %s, 'done', 0,"
+                    " %s, 1, 5, 1, 1, 'bench-history', %s, %s, %s)", (payload_bytes(0), *[oldest] * 4))
+    count = 1
+    while count < DONE:
+        step = min(count, DONE - count, 250_000)
+        batch = f"(id - 1 + {count}) DIV {HISTORY_BATCH} + 1"  # the new row's id is about id + count
+        if design.loop == "bare":
+            cur.execute(f"INSERT INTO job_queue (status, batch_id, data) SELECT status, {batch}, data"
+                        f" FROM job_queue ORDER BY id LIMIT {step}")
+        else:
+            shift = f"INTERVAL {count * spacing} MICROSECOND"
+            cur.execute(f"INSERT INTO mysqlq_jobs ({HISTORY_COLUMNS}) SELECT queue, handler, payload, status,"
+                        f" priority, run_at + {shift}, attempts, max_attempts, {batch}, worker_id, worker,"
+                        f" enqueued_at + {shift}, started_at + {shift}, finished_at + {shift}"
+                        f" FROM mysqlq_jobs ORDER BY id LIMIT {step}")
+        count += step
+    if BATCHES in SHAPES.get(design.loop, []):
+        cur.execute("INSERT INTO mysqlq_batches (batch_id, worker_id, worker, claimed_at)"
+                    " SELECT batch_id, 1, 'bench-history', MIN(started_at) FROM mysqlq_jobs GROUP BY batch_id")
+    cur.execute(f"SELECT COUNT(*), MAX(batch_id) FROM {design.table}")
+    rows, batches = (int(v) for v in cur.fetchone())
+    conn.close()
+    if rows != DONE:
+        raise RuntimeError(f"{design.name}: {rows} done rows filled, not {DONE}")
+    return History(dsn, time.perf_counter() - started, cpu_since(server_cpu(bench), cpu), batches)
+
+
+def settle(bench: Bench, quiet: float = 0.05, longest: float = 300.0) -> None:
+    """Until the server has used under ``quiet`` of a CPU for a second (its page cleaner done with
+    what a fill left dirty), at most ``longest`` seconds."""
+    deadline = time.monotonic() + longest
+    while time.monotonic() < deadline:
+        before = server_cpu(bench)
+        time.sleep(1.0)
+        used = cpu_since(server_cpu(bench), before)
+        if not used >= quiet:  # NaN (not our server to read) too
+            return
 
 
 def drain(design: Design, dsn: mysqlq.Dsn, n: int) -> list[dict[str, Any]]:
@@ -249,14 +407,16 @@ def drain(design: Design, dsn: mysqlq.Dsn, n: int) -> list[dict[str, Any]]:
     return [json.loads(out) for out in outputs]
 
 
-def check_done(bench: Bench, design: Design, dsn: mysqlq.Dsn, n: int, outputs: list[dict[str, Any]]) -> None:
-    """Every job done once, nothing left claimed or ready; then the database is dropped."""
+def check_done(bench: Bench, design: Design, dsn: mysqlq.Dsn, n: int, outputs: list[dict[str, Any]],
+               since: int = 0, done: History | None = None) -> None:
+    """Every job (of those after ``since``) done once, nothing left claimed or ready; then the database
+    is dropped, or with a history the drain's rows are deleted (so that every drain has DONE beside it)."""
     conn = bench.connect(dsn)
     cur = conn.cursor()
-    cur.execute("SELECT COUNT(*) FROM job_queue WHERE status = 2" if design.loop == "bare"
+    cur.execute("SELECT COUNT(*) FROM job_queue WHERE status = 2 AND id > %s" if design.loop == "bare"
                 else "SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done' AND finished_at IS NOT NULL"
-                     " AND attempts = 1")
-    done = int(cur.fetchone()[0])
+                     " AND attempts = 1 AND id > %s", (since,))
+    finished = int(cur.fetchone()[0])
     left = 0
     if design.loop in NARROW:
         cur.execute("SELECT (SELECT COUNT(*) FROM mysqlq_ready)"
@@ -265,15 +425,22 @@ def check_done(bench: Bench, design: Design, dsn: mysqlq.Dsn, n: int, outputs: l
     if design.loop not in ("bare", "ceiling"):
         cur.execute("SELECT COUNT(*) FROM mysqlq_batches WHERE lease_until IS NOT NULL")
         left += int(cur.fetchone()[0])
-    conn.close()
     drained = sum(int(out["jobs"]) for out in outputs)
-    if done != n or drained != n or left:
-        raise RuntimeError(f"{design.name}: {drained} of {n} jobs drained, {done} done, {left} left claimed or ready")
-    bench.drop(dsn.database)
+    if finished != n or drained != n or left:
+        raise RuntimeError(f"{design.name}: {drained} of {n} jobs drained, {finished} done, {left} left claimed"
+                           " or ready")
+    if done is None:
+        conn.close()
+        bench.drop(dsn.database)
+        return
+    cur.execute(f"DELETE FROM {design.table} WHERE id > %s", (since,))
+    if design.loop != "bare" and BATCHES in SHAPES[design.loop]:
+        cur.execute("DELETE FROM mysqlq_batches WHERE batch_id > %s", (done.batches,))
+    conn.close()
 
 
-def timed(bench: Bench, probe: Probe, design: Design, name: str, n: int) -> Run:
-    dsn, fill = prepare(bench, design, name, n)
+def timed(bench: Bench, probe: Probe, design: Design, name: str, n: int, done: History | None = None) -> Run:
+    dsn, fill, since = prepare(bench, design, name, n, done)
     probe.wait_purged()  # what the fill and the drain before left
     level = probe.history_length()
     before, cpu = probe.snapshot(), server_cpu(bench)
@@ -282,7 +449,7 @@ def timed(bench: Bench, probe: Probe, design: Design, name: str, n: int) -> Run:
     status = minus(diff(probe.snapshot(), before), probe.own)
     purged = probe.wait_purged(level)
     until_purged = cpu_since(server_cpu(bench), cpu) if purged else float("nan")
-    check_done(bench, design, dsn, n, outputs)
+    check_done(bench, design, dsn, n, outputs, since, done)
     first = min(out["first"] for out in outputs if out["first"] is not None)
     last = max(out["last"] for out in outputs if out["last"] is not None)
     return Run(n, cpu_since(drained, cpu), until_purged, fill, last - first, status,
@@ -290,8 +457,9 @@ def timed(bench: Bench, probe: Probe, design: Design, name: str, n: int) -> Run:
 
 
 def counted(bench: Bench, probe: Probe, design: Design, name: str, n: int) -> dict[str, float]:
-    """Per job: records and columns changed, by table and index, counted by serverwork's triggers."""
-    dsn, _ = prepare(bench, design, name, n)
+    """Per job: records and columns changed, by table and index, counted by serverwork's triggers (on a
+    fresh database, without the history: the counts are per changed row)."""
+    dsn, _, _ = prepare(bench, design, name, n)
     conn = bench.connect(dsn)
     cur = conn.cursor()
     create_counting_triggers(cur, dsn.database, probe.mariadb)
@@ -326,7 +494,8 @@ def figures_of(results: dict[Design, list[Run]], changes: dict[Design, dict[str,
     reference = results[REFERENCE]
     figures = []
     for design, runs in results.items():
-        fig = Figure("designs", {"design": design.loop, "batch": str(design.batch), "n": str(runs[0].jobs)},
+        fig = Figure("designs", {"design": design.loop, "batch": str(design.batch), "n": str(runs[0].jobs),
+                                 "k": str(K), "done": str(DONE)},
                      spread=("server_us_job", "steady_jobs_s"))
         fig.add_list("server_us_job", per_job(runs, lambda r: r.server_cpu * 1e6))
         fig.add_list("server_us_purged_job", per_job(runs, lambda r: r.server_cpu_purged * 1e6))
@@ -351,8 +520,9 @@ def figures_of(results: dict[Design, list[Run]], changes: dict[Design, dict[str,
 def report(results: dict[Design, list[Run]], changes: dict[Design, dict[str, float]], bench: Bench, n: int) -> str:
     reference = results[REFERENCE]
     ceiling = results[CEILING]
-    lines = [f"Per job, {n} no-op jobs drained by {K} processes, medians of {len(reference)} run(s) (server CPU: "
-             f"min–max); ratios taken run by run; {bench.server_info}", "",
+    beside = f" beside {DONE} done rows" if DONE else ""
+    lines = [f"Per job, {n} no-op jobs drained by {K} processes{beside}, medians of {len(reference)} run(s) (server "
+             f"CPU: min–max); ratios taken run by run; {bench.server_info}", "",
              "| design / batch | server CPU µs | × bare/100 | × ceiling/100 | CPU until purged µs | redo bytes "
              "| statements | handler reads | jobs/s (first claim→last) | × bare/100 | wide row: rewrites; columns "
              "| other rows written | index entries changed | bulk fill CPU µs |",
