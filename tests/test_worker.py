@@ -50,6 +50,26 @@ def test_one_worker_runs_a_queue_in_fifo_order(qdb: QueueDB) -> None:
     assert [int(record[0]) for record in qdb.records()] == ids
 
 
+def batch_sizes(qdb: QueueDB) -> list[int]:
+    """How many jobs each batch ran, largest first (a done job keeps its batch's token)."""
+    rows = qdb.query("SELECT COUNT(*) FROM mysqlq_jobs GROUP BY batch_id ORDER BY COUNT(*) DESC")
+    return [int(row[0]) for row in rows]
+
+
+def test_a_worker_claims_up_to_500_quick_jobs_at_once_and_one_slot_keeps_100(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record") for _ in range(600)])
+    drain(qdb)  # several slots: the first claim, sized before any job has run, is full
+    assert re.search(r"batch\.claimed .*jobs=500\b", qdb.logs()), qdb.logs()
+    assert qdb.statuses() == {"done": 600}
+    qdb.query("DELETE FROM mysqlq_jobs")
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record") for _ in range(250)])
+    drain(qdb, "--concurrency", "1")  # one slot claims whole batches: the old default, unless given
+    assert batch_sizes(qdb) == [100, 100, 50]
+    assert qdb.statuses() == {"done": 250}
+
+
 def test_lower_priority_numbers_run_first_then_fifo(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         jobs = [(priority, producer.enqueue("test.record", priority=priority)) for priority in (5, 0, -3, 5, 0, -3)]

@@ -15,6 +15,10 @@ from mysqlq.store.db import CLI_RETRY, Database
 from mysqlq.store.schema import check_schema
 from mysqlq.worker import metrics as worker_metrics
 
+# One slot claims whole batches and gives none back (its jobs run one after another on the main
+# thread), so it keeps the batch it always had unless told otherwise.
+ONE_SLOT_BATCH = 100
+
 
 def _split_queues(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...] | None:
     names = tuple(name.strip() for item in value for name in item.replace(",", " ").split() if name.strip())
@@ -42,9 +46,9 @@ def _instance_name() -> str:
 @click.option("--queue", "queues", envvar="MYSQLQ_QUEUES", show_envvar=True, multiple=True, callback=_split_queues,
               help="Queue to work (repeat, or comma-separate; earlier queues first) [default: default].")
 @click.option("--batch-size", envvar="MYSQLQ_BATCH_SIZE", show_envvar=True, type=click.IntRange(1, 10_000),
-              default=500, help="Most jobs claimed per round trip; fewer when the queue's jobs are slow (a worker "
-              "claims what its slots start within ~50 ms). With --concurrency 1 every claim is this size: lower it "
-              "for slow jobs there.")
+              default=None, help="Most jobs claimed per round trip; fewer when the queue's jobs are slow (a worker "
+              "claims what its slots start within ~50 ms) [default: 500; 100 with --concurrency 1, whose claims are "
+              "always this size: lower it for slow jobs there].")
 @click.option("--concurrency", envvar="MYSQLQ_CONCURRENCY", show_envvar=True, type=click.IntRange(1, 256),
               default=5, help="Jobs in flight at once: plain handlers on threads, async ones on one event loop "
               "(1: one at a time on the main thread). CPU-bound work scales by processes instead.")
@@ -106,6 +110,8 @@ def worker(ctx: click.Context, /, name: str | None, queues: tuple[str, ...] | No
     """Run jobs until SIGTERM: finish the jobs in flight, release the claimed rest, exit 0."""
     from mysqlq.worker.loop import Worker  # here: the other commands need none of the worker's modules
 
+    if options["batch_size"] is None and options["concurrency"] == 1:
+        options["batch_size"] = ONE_SLOT_BATCH
     cfg = settings(ctx, worker_name=name or _instance_name(), queues=queues, **options)
     raise SystemExit(Worker(cfg).run())
 
