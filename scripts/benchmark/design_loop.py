@@ -269,12 +269,16 @@ FLAG_BATCH_ROW = (BATCH_ROW.format(ids="", lease=LEASE_US, id_param="")
 def flag_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str], claim: str = FLAG_CLAIM) -> list[Any]:
     """The batch's row, then the claim (one autocommit UPDATE … LIMIT of the narrow rows), then the
     read-back (the narrow rows of the batch joined to the wide ones), each autocommit, as today's."""
+    return flag_claim_on(cur, batch_id, limit, who, claim, FLAG_READ)
+
+
+def flag_claim_on(cur: Any, batch_id: int, limit: int, who: tuple[int, str], claim: str, read: str) -> list[Any]:
     params = {"batch_id": batch_id, "worker_id": who[0], "worker": who[1], "queue": QUEUE, "limit": limit}
     cur.execute(FLAG_BATCH_ROW, params)
     if not cur.execute(claim, params):
         cur.execute(BATCH_EMPTY, (batch_id,))
         return []
-    cur.execute(FLAG_READ, params)
+    cur.execute(read, params)
     return list(cur.fetchall())
 
 
@@ -364,6 +368,43 @@ def flag_merged_drain(db: Any, batch: int, who: tuple[int, str], base: int, by_i
     return {"jobs": jobs, "first": first, "last": last, "deadlocks": deadlocks}
 
 
+# ---------------------------------------------------------------------------- (f) live rows apart from the history
+
+# The claim and the read-back are ``flag``'s on mysqlq_live (the live jobs, mysqlq_jobs' columns, keyed
+# only by id and by the claim's index); the completion moves the batch's rows into mysqlq_jobs.
+SPLIT_CLAIM = ("UPDATE mysqlq_live FORCE INDEX (mysqlq_live_claim) SET batch_id = %(batch_id)s"
+               " WHERE queue = %(queue)s AND batch_id = 0 ORDER BY queue, batch_id, priority, id LIMIT %(limit)s")
+SPLIT_READ = (f"SELECT {JOB_COLUMNS} FROM mysqlq_live FORCE INDEX (mysqlq_live_claim)"
+              " WHERE queue = %(queue)s AND batch_id = %(batch_id)s ORDER BY priority, id")
+SPLIT_DELETE = "DELETE FROM mysqlq_live WHERE queue = %(queue)s AND batch_id = %(batch_id)s"
+# what the history row gets instead of the live row's value
+SPLIT_DONE = {"status": "'done'", "attempts": "attempts + 1", "started_at": "FROM_UNIXTIME(%(started)s)",
+              "finished_at": "NOW(6)", "ready_queue": "NULL", "running_batch": "NULL", "scheduled_at": "NULL",
+              "dedupe_key": "IF(dedupe_scope = 'active', NULL, dedupe_key)"}
+split_move: list[str] = []  # the completion's INSERT … SELECT, made from the table's columns once
+
+
+def split_claim(cur: Any, batch_id: int, limit: int, who: tuple[int, str]) -> list[Any]:
+    return flag_claim_on(cur, batch_id, limit, who, SPLIT_CLAIM, SPLIT_READ)
+
+
+def split_complete(cur: Any, batch_id: int, rows: Sequence[Any], started: float) -> None:
+    """Fenced by the batch's row; the batch's live rows copied into the history as done, then deleted."""
+    if not split_move:
+        cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()"
+                    " AND TABLE_NAME = 'mysqlq_live' ORDER BY ORDINAL_POSITION")
+        columns = [str(row[0]) for row in cur.fetchall()]
+        split_move.append(f"INSERT INTO mysqlq_jobs ({', '.join(columns)})"
+                          f" SELECT {', '.join(SPLIT_DONE.get(c, c) for c in columns)}"
+                          " FROM mysqlq_live FORCE INDEX (mysqlq_live_claim)"
+                          " WHERE queue = %(queue)s AND batch_id = %(batch_id)s AND dependents IS NULL")
+    params = {"batch_id": batch_id, "queue": QUEUE, "started": started}
+    if cur.execute(FLAG_ENDED, params) != 1:
+        raise Fenced(batch_id)
+    cur.execute(split_move[0], params)
+    cur.execute(SPLIT_DELETE, params)
+
+
 # ---------------------------------------------------------------------------- the loop
 
 Claim = Callable[[Any, int, int, tuple[int, str]], list[Any]]
@@ -382,6 +423,7 @@ LOOPS: dict[str, tuple[Claim, Complete, bool, bool]] = {
     "batchrow-status": (status_claim, status_complete, True, True),
     "flag": (flag_claim, flag_complete, False, True),
     "flag-id": (flag_id_claim, flag_complete, False, True),
+    "split": (split_claim, split_complete, False, True),
 }
 # name: a loop of its own, in the worker's queries (one per batch)
 MERGED: dict[str, Callable[[Any, int, tuple[int, str], int], dict[str, Any]]] = {

@@ -45,6 +45,12 @@ The designs (design_loop.py holds their statements):
   one query per batch, as the worker sends today's (the ended batch's completion, the batch's row,
   the claim, the read-back); ``flag-ids``: ``flag-merged`` whose completion writes the wide rows by
   the ids the read-back gave, fenced by the lease's end through a session variable (no join);
+- ``split``: no second row per job at all: the live jobs (ready, running) in ``mysqlq_live``, made
+  like ``mysqlq_jobs`` but with only its primary key and a claim index ``(queue, batch_id, priority,
+  id)``, the history in ``mysqlq_jobs`` (without its ready index); the claim is ``flag``'s UPDATE on
+  the live rows (``batch_id``, fixed-size, in place), the read-back reads them by that index, and the
+  completion, one transaction, ends the batch's lease (the fence), copies the batch's live rows into
+  the history as done (``INSERT … SELECT``, the same ids) and deletes them;
 
 each at batch 100 (mysqlq's default), and some at 500. ``MYSQLQ_BENCH_DESIGNS=inplace/100,batchrow/500``
 runs only those (and the two references, bare/100 and ceiling/100), e.g. with ``--runs 5`` for a
@@ -158,6 +164,14 @@ FIXED = ("ALTER TABLE mysqlq_jobs MODIFY batch_id BIGINT UNSIGNED NOT NULL DEFAU
 FIXED_CLAIM = ("ALTER TABLE mysqlq_jobs MODIFY running_batch BIGINT UNSIGNED NOT NULL DEFAULT 0,"
                " DROP INDEX mysqlq_jobs_ready, ADD KEY mysqlq_jobs_ready (status, queue, priority, id)")
 NO_READY_INDEX = "ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_ready"
+# ``split``: the live jobs in a table of their own, mysqlq_jobs' columns (made LIKE it, after FIXED) with
+# only the primary key and the claim's index; a job is inserted there by its enqueue and moved to
+# mysqlq_jobs (the history) by its completion.
+LIVE = "CREATE TABLE mysqlq_live LIKE mysqlq_jobs"
+LIVE_KEYS = ("ALTER TABLE mysqlq_live DROP INDEX mysqlq_jobs_dedupe, DROP INDEX mysqlq_jobs_state,"
+             " DROP INDEX mysqlq_jobs_scheduled, ADD KEY mysqlq_live_claim (queue, batch_id, priority, id)")
+MOVE_LIVE = ("INSERT INTO mysqlq_live SELECT * FROM mysqlq_jobs WHERE id > %s",
+             "DELETE FROM mysqlq_jobs WHERE id > %s")  # the jobs just filled (not the history)
 HISTORY_COLUMNS = ("queue, handler, payload, status, priority, run_at, attempts, max_attempts, batch_id, worker_id,"
                    " worker, enqueued_at, started_at, finished_at")
 FILL_READY = ("INSERT INTO mysqlq_ready (queue, priority, job_id) SELECT queue, priority, id FROM mysqlq_jobs"
@@ -178,6 +192,7 @@ SHAPES: dict[str, list[str]] = {
     "flag-id": [BATCHES, FLAG_READY_ID, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
     "flag-merged": [BATCHES, FLAG_READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
     "flag-ids": [BATCHES, FLAG_READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
+    "split": [BATCHES, NO_READY_INDEX, STATE_NO_BATCH, FIXED, LIVE, LIVE_KEYS],
 }
 NARROW = ("narrow", "batchrow", "batchrow-fixed", "batchrow-status", "flag", "flag-id", "flag-merged", "flag-ids")
 
@@ -202,7 +217,7 @@ DESIGNS = [Design("bare", 100), Design("ceiling", 100), Design("fewer", 100), De
            Design("bare", 500), Design("ceiling", 500), Design("inplace", 500), Design("pk-finished", 500),
            Design("narrow", 500), Design("batchrow", 500), Design("batchrow-fixed", 500),
            Design("batchrow-status", 500), Design("flag", 100), Design("flag-merged", 100), Design("flag", 500),
-           Design("flag-id", 500), Design("flag-merged", 500)]
+           Design("flag-id", 500), Design("flag-merged", 500), Design("split", 500)]
 REFERENCE = Design("bare", 100)
 CEILING = Design("ceiling", 100)
 
@@ -333,6 +348,9 @@ def prepare(bench: Bench, design: Design, name: str, n: int,
         fill_jobs(cur, n)
         if design.loop in NARROW:
             cur.execute(FILL_READY, (since,))
+        if design.loop == "split":
+            for statement in MOVE_LIVE:
+                cur.execute(statement, (since,))
     fill = cpu_since(server_cpu(bench), cpu)
     conn.close()
     return dsn, fill, since
@@ -421,6 +439,9 @@ def check_done(bench: Bench, design: Design, dsn: mysqlq.Dsn, n: int, outputs: l
     if design.loop in NARROW:
         cur.execute("SELECT (SELECT COUNT(*) FROM mysqlq_ready)"
                     + (" + (SELECT COUNT(*) FROM mysqlq_claimed)" if design.loop == "narrow" else ""))
+        left = int(cur.fetchone()[0])
+    if design.loop == "split":
+        cur.execute("SELECT COUNT(*) FROM mysqlq_live")
         left = int(cur.fetchone()[0])
     if design.loop not in ("bare", "ceiling"):
         cur.execute("SELECT COUNT(*) FROM mysqlq_batches WHERE lease_until IS NOT NULL")

@@ -14,6 +14,11 @@ enqueues of W4's payload sent as mysqlq would send them:
   INSERT (the driver binding the row), COMMIT (the reference of ``tx``);
 * ``tx``: the same with the narrow row as a second INSERT (its id known from the first's OK packet),
   BEGIN, two INSERTs, COMMIT: four round trips;
+* ``multi_lean``: ``multi`` on a wide table without ``mysqlq_jobs_ready`` (the design leaves that index
+  empty: every row's entry is NULL; a later schema could drop it once no producer of an earlier version
+  inserts rows that only it finds);
+* ``split``: today's single autocommit INSERT into ``split``'s live table (designs.py): ``mysqlq_jobs``
+  with only its primary key and the claim's index ``(queue, batch_id, priority, id)``, no second row;
 * ``trigger``: today's single autocommit INSERT on a table with an AFTER INSERT trigger that writes the
   narrow row when ``NEW.status = 'ready'``;
 * ``bare``: the reference autocommit INSERT into ``job_queue`` (W4's reference, bare.py).
@@ -29,7 +34,8 @@ BulkInsert: chunks of 1,000 rows in one transaction, each rendered while the ser
 before); ``select`` (the same, and after each chunk ``INSERT INTO mysqlq_ready … SELECT id, queue,
 priority FROM mysqlq_jobs WHERE id BETWEEN first AND first + rows - 1 AND status = 'ready'``, where
 ``first`` is the chunk's first id from its OK packet: enqueue_many learns no ids otherwise, and a range
-per chunk, not one for the whole transaction, keeps other producers' chunks out of it); ``trigger``
+per chunk, not one for the whole transaction, keeps other producers' chunks out of it); ``select_lean``
+(``select`` without ``mysqlq_jobs_ready``); ``split`` (today's chunks into the live table); ``trigger``
 (today's chunks on the trigger's table); ``bare`` (bare.py's multi-row fill, autocommit).
 
 Every flag database is checked at the end: one narrow row per wide row.
@@ -54,14 +60,20 @@ from mysqlq.producer.enqueue import BULK_CHUNK
 from mysqlq.store import jobs as store
 from mysqlq.store.db import connect, transaction
 
-SINGLES = ("today", "multi", "today_tx", "tx", "trigger", "bare")
-BULKS = ("today", "select", "trigger", "bare")
-FLAGGED = {"multi", "tx", "trigger", "select"}
+SINGLES = ("today", "multi", "multi_lean", "split", "today_tx", "tx", "trigger", "bare")
+BULKS = ("today", "select", "select_lean", "split", "trigger", "bare")
+FLAGGED = {"multi", "multi_lean", "tx", "trigger", "select", "select_lean"}
+LEAN = {"multi_lean", "select_lean"}  # the wide table without mysqlq_jobs_ready
 BLOCK = 250  # single enqueues per variant per block
 BULK_ROUNDS = 3  # enqueue_many calls per variant per run
 QUEUE, PRIORITY = "default", 0
 
 READY_DEFAULT_NULL = "ALTER TABLE mysqlq_jobs ALTER COLUMN ready_queue SET DEFAULT NULL"
+DROP_READY_INDEX = "ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_ready"
+SPLIT_SHAPE = ("ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_ready, DROP INDEX mysqlq_jobs_dedupe,"
+               " DROP INDEX mysqlq_jobs_state, DROP INDEX mysqlq_jobs_scheduled,"
+               " MODIFY batch_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+               " ADD KEY mysqlq_live_claim (queue, batch_id, priority, id)")
 TRIGGER = """CREATE TRIGGER mysqlq_jobs_ready_row AFTER INSERT ON mysqlq_jobs FOR EACH ROW
 BEGIN
   IF NEW.status = 'ready' THEN
@@ -110,11 +122,14 @@ class Meter:
                 self.counts[name] = self.counts.get(name, 0) + value - before[name]
 
 
-def flag_tables(cur: Any, trigger: bool) -> str | None:
-    """The prototype's tables; with ``trigger``, the trigger too. Returns the server's refusal, if any."""
+def flag_tables(cur: Any, trigger: bool, lean: bool = False) -> str | None:
+    """The prototype's tables; with ``trigger``, the trigger too; with ``lean``, the wide table without
+    its ready index (which the design leaves empty). Returns the server's refusal, if any."""
     for statement in FLAG_SETUP:
         cur.execute(statement)
     cur.execute(READY_DEFAULT_NULL)
+    if lean:
+        cur.execute(DROP_READY_INDEX)
     if trigger:
         try:
             cur.execute(TRIGGER)
@@ -186,26 +201,29 @@ def single_senders(bench: Bench, dsns: dict[str, mysqlq.Dsn], conns: list[Any],
                 store.insert_rendered(conn, _row(settings, i), renderer)
         return send
 
-    for variant in ("today", "trigger"):
+    for variant in ("today", "split", "trigger"):
         if variant in dsns:
             senders[variant] = autocommit_sender(opened(variant), bench.settings(dsns[variant]))
 
-    multi_conn, multi_settings = opened("multi", multi=True), bench.settings(dsns["multi"])
-    narrow = NARROW_LAST % (multi_conn.literal(QUEUE), multi_conn.literal(PRIORITY))
+    def multi_sender(variant: str) -> Callable[[range], None]:
+        multi_conn, multi_settings = opened(variant, multi=True), bench.settings(dsns[variant])
+        narrow = NARROW_LAST % (multi_conn.literal(QUEUE), multi_conn.literal(PRIORITY))
 
-    def send_multi(numbers: range) -> None:
-        conn, literal = multi_conn, multi_conn.literal
-        for i in numbers:
-            insert = renderer.statement("insert_job", (_row(multi_settings, i),), literal)
-            conn.query(b"START TRANSACTION;" + insert + b";" + narrow + b";COMMIT")
-            conn.next_result()  # the INSERT into mysqlq_jobs
-            job_id = int(conn.insert_id())
-            while conn.next_result() == 0:  # the narrow INSERT, the COMMIT
-                pass
-            if not job_id:
-                raise RuntimeError("multi: no id from the INSERT")
+        def send_multi(numbers: range) -> None:
+            conn, literal = multi_conn, multi_conn.literal
+            for i in numbers:
+                insert = renderer.statement("insert_job", (_row(multi_settings, i),), literal)
+                conn.query(b"START TRANSACTION;" + insert + b";" + narrow + b";COMMIT")
+                conn.next_result()  # the INSERT into mysqlq_jobs
+                job_id = int(conn.insert_id())
+                while conn.next_result() == 0:  # the narrow INSERT, the COMMIT
+                    pass
+                if not job_id:
+                    raise RuntimeError(f"{variant}: no id from the INSERT")
+        return send_multi
 
-    senders["multi"] = send_multi
+    senders["multi"] = multi_sender("multi")
+    senders["multi_lean"] = multi_sender("multi_lean")
 
     def tx_sender(variant: str, narrow_row: bool) -> Callable[[range], None]:
         conn, settings = opened(variant), bench.settings(dsns[variant])
@@ -266,32 +284,36 @@ def bulk_senders(bench: Bench, dsns: dict[str, mysqlq.Dsn], conns: list[Any],
         return send
 
     senders["today"] = today_sender("today")
+    senders["split"] = today_sender("split")
     if "trigger" in dsns:
         senders["trigger"] = today_sender("trigger")
 
-    select_conn = connect(dsns["select"])
-    conns.append(select_conn)
-    select_settings = bench.settings(dsns["select"])
+    def select_sender(variant: str) -> Callable[[int], None]:
+        select_conn = connect(dsns[variant])
+        conns.append(select_conn)
+        select_settings = bench.settings(dsns[variant])
 
-    def send_select(_: int) -> None:
-        conn = select_conn
-        with transaction(conn):
-            pending = chunks(select_settings)
-            rows = next(pending, None)
-            statement = renderer.statement("insert_jobs", rows, conn.literal) if rows else None
-            while statement is not None and rows is not None:
-                conn.send_query(statement)
-                sent = len(rows)
-                rows = next(pending, None)  # rendered while the server inserts the chunk before
+        def send_select(_: int) -> None:
+            conn = select_conn
+            with transaction(conn):
+                pending = chunks(select_settings)
+                rows = next(pending, None)
                 statement = renderer.statement("insert_jobs", rows, conn.literal) if rows else None
-                conn.read_query_result()
-                if conn.affected_rows():
-                    first = int(conn.insert_id())  # the chunk's first new id
-                    conn.query(NARROW_RANGE.format(first=first, last=first + sent - 1).encode())
-                    if conn.affected_rows() != sent:
-                        raise RuntimeError(f"bulk select: {conn.affected_rows()} narrow rows for {sent}")
+                while statement is not None and rows is not None:
+                    conn.send_query(statement)
+                    sent = len(rows)
+                    rows = next(pending, None)  # rendered while the server inserts the chunk before
+                    statement = renderer.statement("insert_jobs", rows, conn.literal) if rows else None
+                    conn.read_query_result()
+                    if conn.affected_rows():
+                        first = int(conn.insert_id())  # the chunk's first new id
+                        conn.query(NARROW_RANGE.format(first=first, last=first + sent - 1).encode())
+                        if conn.affected_rows() != sent:
+                            raise RuntimeError(f"bulk {variant}: {conn.affected_rows()} narrow rows for {sent}")
+        return send_select
 
-    senders["select"] = send_select
+    senders["select"] = select_sender("select")
+    senders["select_lean"] = select_sender("select_lean")
     bare_conn = bench.connect(dsns["bare"])
     conns.append(bare_conn)
     bare_cur = bare_conn.cursor()
@@ -312,13 +334,19 @@ def fresh_databases(bench: Bench, variants: tuple[str, ...], tag: str,
         if variant in FLAGGED:
             conn = bench.connect(dsn)
             try:
-                refusal = flag_tables(conn.cursor(), trigger=variant == "trigger")
+                refusal = flag_tables(conn.cursor(), trigger=variant == "trigger", lean=variant in LEAN)
             finally:
                 conn.close()
             if refusal:
                 refused.setdefault("trigger", refusal)
                 bench.drop(dsn.database)
                 continue
+        if variant == "split":
+            conn = bench.connect(dsn)
+            try:
+                conn.cursor().execute(SPLIT_SHAPE)
+            finally:
+                conn.close()
         dsns[variant] = dsn
     return dsns
 
