@@ -424,6 +424,7 @@ LOOPS: dict[str, tuple[Claim, Complete, bool, bool]] = {
     "flag": (flag_claim, flag_complete, False, True),
     "flag-id": (flag_id_claim, flag_complete, False, True),
     "split": (split_claim, split_complete, False, True),
+    "split-lean": (split_claim, split_complete, False, True),  # designs.py: a leaner history
 }
 # name: a loop of its own, in the worker's queries (one per batch)
 MERGED: dict[str, Callable[[Any, int, tuple[int, str], int], dict[str, Any]]] = {

@@ -50,7 +50,8 @@ The designs (design_loop.py holds their statements):
   id)``, the history in ``mysqlq_jobs`` (without its ready index); the claim is ``flag``'s UPDATE on
   the live rows (``batch_id``, fixed-size, in place), the read-back reads them by that index, and the
   completion, one transaction, ends the batch's lease (the fence), copies the batch's live rows into
-  the history as done (``INSERT … SELECT``, the same ids) and deletes them;
+  the history as done (``INSERT … SELECT``, the same ids) and deletes them; ``split-lean``: the
+  history without the scheduled and the dedupe index (dedupe keys in a table of their own);
 
 each at batch 100 (mysqlq's default), and some at 500. ``MYSQLQ_BENCH_DESIGNS=inplace/100,batchrow/500``
 runs only those (and the two references, bare/100 and ceiling/100), e.g. with ``--runs 5`` for a
@@ -170,6 +171,9 @@ NO_READY_INDEX = "ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_ready"
 LIVE = "CREATE TABLE mysqlq_live LIKE mysqlq_jobs"
 LIVE_KEYS = ("ALTER TABLE mysqlq_live DROP INDEX mysqlq_jobs_dedupe, DROP INDEX mysqlq_jobs_state,"
              " DROP INDEX mysqlq_jobs_scheduled, ADD KEY mysqlq_live_claim (queue, batch_id, priority, id)")
+# ``split-lean``: the history without the indexes only live jobs need: the scheduled jobs' and the dedupe
+# keys' (kept in a table of their own, which only jobs with a key would pay for).
+HISTORY_LEAN = "ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_dedupe, DROP INDEX mysqlq_jobs_scheduled"
 MOVE_LIVE = ("INSERT INTO mysqlq_live SELECT * FROM mysqlq_jobs WHERE id > %s",
              "DELETE FROM mysqlq_jobs WHERE id > %s")  # the jobs just filled (not the history)
 HISTORY_COLUMNS = ("queue, handler, payload, status, priority, run_at, attempts, max_attempts, batch_id, worker_id,"
@@ -193,6 +197,7 @@ SHAPES: dict[str, list[str]] = {
     "flag-merged": [BATCHES, FLAG_READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
     "flag-ids": [BATCHES, FLAG_READY, NO_READY_INDEX, STATE_NO_BATCH, FIXED],
     "split": [BATCHES, NO_READY_INDEX, STATE_NO_BATCH, FIXED, LIVE, LIVE_KEYS],
+    "split-lean": [BATCHES, NO_READY_INDEX, STATE_NO_BATCH, FIXED, LIVE, LIVE_KEYS, HISTORY_LEAN],
 }
 NARROW = ("narrow", "batchrow", "batchrow-fixed", "batchrow-status", "flag", "flag-id", "flag-merged", "flag-ids")
 
@@ -348,7 +353,7 @@ def prepare(bench: Bench, design: Design, name: str, n: int,
         fill_jobs(cur, n)
         if design.loop in NARROW:
             cur.execute(FILL_READY, (since,))
-        if design.loop == "split":
+        if design.loop.startswith("split"):
             for statement in MOVE_LIVE:
                 cur.execute(statement, (since,))
     fill = cpu_since(server_cpu(bench), cpu)
@@ -440,7 +445,7 @@ def check_done(bench: Bench, design: Design, dsn: mysqlq.Dsn, n: int, outputs: l
         cur.execute("SELECT (SELECT COUNT(*) FROM mysqlq_ready)"
                     + (" + (SELECT COUNT(*) FROM mysqlq_claimed)" if design.loop == "narrow" else ""))
         left = int(cur.fetchone()[0])
-    if design.loop == "split":
+    if design.loop.startswith("split"):
         cur.execute("SELECT COUNT(*) FROM mysqlq_live")
         left = int(cur.fetchone()[0])
     if design.loop not in ("bare", "ceiling"):
