@@ -28,12 +28,14 @@ running_batch and attempts, every column the claim and the completion change of 
 an epoch for "none"; running_batch 0 rather than NULL, so the copy's statements ask ``running_batch
 > 0`` where they asked ``IS NOT NULL``); the batch's row holds worker and lease as in ``flag``.
 
-If this checkout's statements or functions changed so that a prototype no longer applies, the
-section stops and says which part is missing.
+``MYSQLQ_BENCH_W1FLAG=inplace`` (comma-separated names) runs only the prototypes it names. If this
+checkout's statements or functions changed so that a prototype no longer applies, the section stops
+and says which part is missing.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import shutil
@@ -118,12 +120,13 @@ UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready2)
    SET status = 'running', running_batch = %(batch_id)s, attempts = attempts + 1
  WHERE status = 'ready' AND queue = %(queue)s ORDER BY status, queue, priority, id LIMIT %(limit)s;
 """,
-    # (assignments run left to right: batch_id and started_at read running_batch before it is reset)
-    "complete_batch": """UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-   SET status = 'done', batch_id = running_batch, finished_at = NOW(6),
-       started_at = (SELECT b.claimed_at FROM mysqlq_batches b WHERE b.batch_id = mysqlq_jobs.running_batch),
-       running_batch = 0, dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
- WHERE running_batch = %(batch_id)s AND dependents IS NULL;
+    # (assignments run left to right: batch_id reads running_batch before it is reset; the batch's row is
+    # one row, read once: the join's equality is on the parameter, not on each job's column)
+    "complete_batch": """UPDATE mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state)
+       JOIN mysqlq_batches b ON b.batch_id = %(batch_id)s
+   SET j.status = 'done', j.batch_id = j.running_batch, j.finished_at = NOW(6), j.started_at = b.claimed_at,
+       j.running_batch = 0, j.dedupe_key = IF(j.dedupe_scope = 'active', NULL, j.dedupe_key)
+ WHERE j.running_batch = %(batch_id)s AND j.dependents IS NULL;
 UPDATE mysqlq_batches SET ended = 1 WHERE batch_id = %(batch_id)s;
 """,
     "complete_jobs": """UPDATE mysqlq_jobs
@@ -203,11 +206,16 @@ class Prototype:
     rewrite: tuple[tuple[str, str], ...] = ()
 
 
-PROTOTYPES = {
+ALL_PROTOTYPES = {
     "flag": Prototype(SETUP, STATEMENTS, FLAG_POLL_READY, 1),  # START TRANSACTION; the jobs' UPDATE; …
     "inplace": Prototype(INPLACE_SETUP, INPLACE_STATEMENTS, INPLACE_POLL_READY, 0,
                          (("running_batch IS NOT NULL", "running_batch > 0"),)),
 }
+# MYSQLQ_BENCH_W1FLAG=inplace runs only the prototypes it names (comma-separated)
+PROTOTYPES = {name: ALL_PROTOTYPES[name]
+              for name in (os.environ.get("MYSQLQ_BENCH_W1FLAG", "").replace(" ", "").split(",")
+                           if os.environ.get("MYSQLQ_BENCH_W1FLAG") else ALL_PROTOTYPES)
+              if name in ALL_PROTOTYPES}
 
 
 def make_overlay(folder: pathlib.Path, design: Prototype) -> None:
