@@ -1,4 +1,4 @@
-"""W1flag: W1's drain by the real worker on the ``flag`` schema design (and on ``inplace``), as
+"""W1flag: W1's drain by the real worker on the ``flag`` schema design (and ``inplace``, ``split``), as
 prototypes measured before a design is written into mysqlq (docs/performance.md, *The flag design in
 the real worker*).
 
@@ -27,6 +27,11 @@ wide table, keyed ``(status, queue, priority, id)`` (an index added after the fi
 running_batch and attempts, every column the claim and the completion change of fixed size (0 and
 an epoch for "none"; running_batch 0 rather than NULL, so the copy's statements ask ``running_batch
 > 0`` where they asked ``IS NOT NULL``); the batch's row holds worker and lease as in ``flag``.
+
+``split`` keeps the live jobs apart from the history (designs.py's ``split-lean``, but for the scheduled
+index, which the history keeps here): the ready jobs are moved into ``mysqlq_live`` after the fill, the
+claim and the read-back are ``flag``'s on the live rows, and the completion copies the batch's rows into
+``mysqlq_jobs`` as done and deletes them, fenced by the batch's row.
 
 ``MYSQLQ_BENCH_W1FLAG=inplace`` (comma-separated names) runs only the prototypes it names. If this
 checkout's statements or functions changed so that a prototype no longer applies, the section stops
@@ -137,6 +142,67 @@ UPDATE mysqlq_batches SET ended = 1 WHERE batch_id = %(batch_id)s;
 """,
 }
 
+# ``split``: the live jobs in a table of their own (mysqlq_live: mysqlq_jobs' columns, keyed only by id and
+# by the claim's index), moved into mysqlq_jobs (the history) by their completion; the history loses the
+# ready and dedupe indexes (the design keeps dedupe keys in a table of their own), and keeps the scheduled
+# one, which the leader's promotion forces (in the design scheduled jobs are live).
+SPLIT_SETUP = [
+    f"UPDATE mysqlq_jobs SET batch_id = 0, started_at = {EPOCH}, finished_at = {EPOCH}, ready_queue = NULL",
+    SETUP[3],  # mysqlq_batches
+    "CREATE TABLE mysqlq_live LIKE mysqlq_jobs",
+    "ALTER TABLE mysqlq_live DROP INDEX mysqlq_jobs_ready, DROP INDEX mysqlq_jobs_dedupe, DROP INDEX mysqlq_jobs_state,"
+    " DROP INDEX mysqlq_jobs_scheduled, MODIFY batch_id BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+    " ADD KEY mysqlq_live_claim (queue, batch_id, priority, id)",
+    "INSERT INTO mysqlq_live SELECT * FROM mysqlq_jobs WHERE status = 'ready'",
+    "DELETE FROM mysqlq_jobs WHERE status = 'ready'",
+    "ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_ready, DROP INDEX mysqlq_jobs_dedupe, FORCE",
+]
+SPLIT_POLL_READY = ("(SELECT 1 FROM mysqlq_live FORCE INDEX (mysqlq_live_claim)"
+                    " WHERE queue IN ({ids}) AND batch_id = 0 LIMIT 1) AS has_ready")
+SPLIT_COLUMNS = ("id, queue, handler, payload, status, priority, run_at, attempts, max_attempts, time_limit, batch_id,"
+                 " worker_id, worker, lease_until, enqueued_at, started_at, finished_at, dedupe_key, last_error,"
+                 " dedupe_scope, ready_queue, running_batch, scheduled_at, concurrency_key, result, dependents,"
+                 " waiting_for, snoozes, progress, progress_note, tags, trace_context, run_trace_context")
+SPLIT_DONE = {"status": "'done'", "attempts": "l.attempts + 1", "started_at": "b.claimed_at", "finished_at": "NOW(6)",
+              "dedupe_key": "IF(l.dedupe_scope = 'active', NULL, l.dedupe_key)", "ready_queue": "NULL",
+              "running_batch": "NULL", "scheduled_at": "NULL", "worker_id": "b.worker_id", "worker": "b.worker"}
+SPLIT_SELECT = ", ".join(SPLIT_DONE.get(c.strip(), f"l.{c.strip()}") for c in SPLIT_COLUMNS.split(","))
+SPLIT_STATEMENTS = {
+    "claim_batch": """INSERT IGNORE INTO mysqlq_batches (batch_id, worker_id, worker, claimed_at, lease_until)
+VALUES (%(batch_id)s, %(worker_id)s, %(worker)s, NOW(6), NOW(6) + INTERVAL %(lease_us)s MICROSECOND);
+UPDATE mysqlq_live FORCE INDEX (mysqlq_live_claim) SET batch_id = %(batch_id)s
+ WHERE queue = %(queue)s AND batch_id = 0 ORDER BY queue, batch_id, priority, id LIMIT %(limit)s;
+""",
+    "fetch_batch": """SELECT id, queue, handler, payload, attempts + 1, max_attempts, time_limit, concurrency_key,
+       snoozes, tags, trace_context, waiting_for IS NOT NULL
+  FROM mysqlq_live FORCE INDEX (mysqlq_live_claim)
+ WHERE queue = 'default' AND batch_id = %(batch_id)s ORDER BY priority, id;
+""",
+    # the batch's row not ended is the fence of both the copy and the delete; IGNORE: jobs of the batch that
+    # complete_jobs copied already (their live rows go with the batch's)
+    "complete_batch": f"""START TRANSACTION;
+INSERT IGNORE INTO mysqlq_jobs ({SPLIT_COLUMNS})
+SELECT {SPLIT_SELECT}
+  FROM mysqlq_batches b JOIN mysqlq_live l FORCE INDEX (mysqlq_live_claim)
+ WHERE b.batch_id = %(batch_id)s AND b.ended = 0 AND l.queue = 'default' AND l.batch_id = %(batch_id)s
+   AND l.dependents IS NULL;
+DELETE l FROM mysqlq_batches b JOIN mysqlq_live l
+ WHERE b.batch_id = %(batch_id)s AND b.ended = 0 AND l.queue = 'default' AND l.batch_id = %(batch_id)s
+   AND l.dependents IS NULL;
+UPDATE mysqlq_batches SET ended = 1 WHERE batch_id = %(batch_id)s;
+COMMIT;
+""",
+    # part of a batch, before its end: copied now (the batch's completion then copies only the others)
+    "complete_jobs": f"""INSERT IGNORE INTO mysqlq_jobs ({SPLIT_COLUMNS})
+SELECT {SPLIT_SELECT}
+  FROM mysqlq_batches b JOIN mysqlq_live l
+ WHERE b.batch_id = %s AND b.ended = 0 AND l.batch_id = b.batch_id AND l.id IN ({{ids}}) AND l.dependents IS NULL;
+""",
+    # jobs a claim took blind and gives back: claimable again
+    "release_jobs": """UPDATE mysqlq_live SET batch_id = 0 WHERE batch_id = %s AND id IN ({ids});
+""",
+}
+
 # Appended to the copy's mysqlq/store/claims.py: the later definitions are the ones the worker calls
 # (it looks them up on the module). The claim's query now has more results: read them all.
 CLAIMS_OVERRIDE = '''
@@ -210,6 +276,9 @@ ALL_PROTOTYPES = {
     "flag": Prototype(SETUP, STATEMENTS, FLAG_POLL_READY, 1),  # START TRANSACTION; the jobs' UPDATE; …
     "inplace": Prototype(INPLACE_SETUP, INPLACE_STATEMENTS, INPLACE_POLL_READY, 0,
                          (("running_batch IS NOT NULL", "running_batch > 0"),)),
+    # (no statement the worker runs during W1 may force the indexes the history lost)
+    "split": Prototype(SPLIT_SETUP, SPLIT_STATEMENTS, SPLIT_POLL_READY, 1,
+                       (("FORCE INDEX (mysqlq_jobs_ready)", ""),)),
 }
 # MYSQLQ_BENCH_W1FLAG=inplace runs only the prototypes it names (comma-separated)
 PROTOTYPES = {name: ALL_PROTOTYPES[name]
