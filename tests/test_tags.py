@@ -215,6 +215,27 @@ def test_jobs_list_by_tag_newest_first_with_the_other_filters(qdb: QueueDB) -> N
     assert_one_line_error(qdb.cli("jobs", "list", "--tag", "a b"), "without spaces")
 
 
+def test_jobs_list_shows_the_tags_in_a_column_and_in_its_json_when_a_listed_job_has_them(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        plain = producer.enqueue("test.record")
+        tagged = producer.enqueue("test.record", tags=["tenant:42", "order:1001"])
+    for args in ((), ("--status", "ready"), ("--queue", "default"), ("--tag", "tenant:42")):
+        rows = json.loads(qdb.cli("jobs", "list", "--json", *args, check=True).stdout)
+        assert {row["id"]: row["tags"] for row in rows}[tagged] == ["tenant:42", "order:1001"], args
+    header, *lines = qdb.cli("jobs", "list", check=True).stdout.splitlines()
+    assert header.split() == ["id", "queue", "handler", "status", "attempts", "enqueued", "(UTC)", "finished",
+                              "(UTC)", "worker", "tags", "error"]
+    by_id = {line.split()[0]: line for line in lines}
+    assert by_id[str(tagged)].split()[-3:] == ["-", "tenant:42", "order:1001"]  # no worker yet; the tags
+    assert by_id[str(plain)].split()[-2:] == ["-", "-"]  # no worker, no tags (and no error)
+    assert json.loads(qdb.cli("jobs", "list", "--json", check=True).stdout)[-1]["tags"] == []
+    untagged_only = qdb.cli("jobs", "list", "--status", "ready", "--limit", "1", "--queue", "none", check=True)
+    assert "tags" not in untagged_only.stdout  # (no job listed)
+    qdb.query("DELETE FROM mysqlq_job_tags")
+    qdb.query("UPDATE mysqlq_jobs SET tags = NULL")
+    assert "tags" not in qdb.cli("jobs", "list", check=True).stdout.splitlines()[0].split()
+
+
 def test_retention_deletes_the_tags_of_the_jobs_it_deletes_and_only_those(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         old = [producer.enqueue("test.record", tags=["old", f"n:{n}"]) for n in range(3)]

@@ -176,6 +176,10 @@ def list_command(ctx: click.Context, queue: str | None, status: str | None, hand
     table = [[str(r["id"]), r["queue"], r["handler"], r["status"], f"{r['attempts']}/{r['max_attempts']}",
               _time(r["enqueued_at"]), _time(r["finished_at"]), r["worker"] or "-", _short(r["error"], 60)]
              for r in rows]
+    if any(r["tags"] for r in rows):  # a column of its own only when a listed job has tags
+        header.insert(-1, "tags")
+        for line, r in zip(table, rows, strict=True):
+            line.insert(-1, _short(" ".join(r["tags"]), 40) if r["tags"] else "-")
     click.echo(_table(header, table))
 
 

@@ -56,8 +56,13 @@ def in_history(cur: Cursor, statement: str, filters: dict[str, Any], *, before: 
 
 
 def _rows(cur: Cursor) -> list[dict[str, Any]]:
+    """The rows as dicts by column name; a ``tags`` column as a list."""
     names = [d[0] for d in cur.description or ()]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    if "tags" in names:
+        for row in rows:
+            row["tags"] = decode_tags(row["tags"])
+    return rows
 
 
 def tagged(cur: Cursor, tag: str, *, queue: str | None, status: str | None, handler: str | None,
@@ -168,9 +173,7 @@ def get_job(cur: Cursor, job_id: int) -> dict[str, Any] | None:
     """Every column of one job an operator sees (``tags`` as a list), or None."""
     execute(cur, "get_job", {"id": job_id})
     rows = _rows(cur)
-    if not rows:
-        return None
-    return {**rows[0], "tags": decode_tags(rows[0]["tags"])}
+    return rows[0] if rows else None
 
 
 def links(cur: Cursor, job_id: int, limit: int) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:

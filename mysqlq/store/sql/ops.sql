@@ -9,7 +9,7 @@
 -- Jobs of any status, newest first, optionally only of one queue and handler (NULL: any): a walk of
 -- the primary key from its end (with a filter, it reads on until enough rows match).
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
   FROM mysqlq_jobs
  WHERE (%(queue)s IS NULL OR queue = %(queue)s)
    AND (%(handler)s IS NULL OR handler = %(handler)s)
@@ -19,7 +19,7 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, bat
 -- Jobs of one status other than running in one queue, newest first (finished last, then id): a
 -- walk of the range (status, queue) of mysqlq_jobs_state from its end, however long the history.
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
  WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s
    AND (%(handler)s IS NULL OR handler = %(handler)s)
@@ -29,7 +29,7 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, bat
 -- Jobs with ids in [low, high), newest first, optionally of one queue, status and handler (NULL:
 -- any): a range of the primary key, so it reads at most high - low rows however rare a match is.
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
   FROM mysqlq_jobs
  WHERE id >= %(low)s AND id < %(high)s
    AND (%(queue)s IS NULL OR queue = %(queue)s)
@@ -48,7 +48,7 @@ SELECT job_id FROM mysqlq_job_tags FORCE INDEX (mysqlq_job_tags_tag)
 -- Listed jobs (the ids tagged_job_ids found), newest first, optionally only of one queue, status and
 -- handler (each given twice; NULL: any): by primary key.
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
   FROM mysqlq_jobs
  WHERE id IN ({ids})
    AND (%s IS NULL OR queue = %s)
@@ -63,7 +63,7 @@ SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs;
 -- name: list_running_jobs
 -- Running jobs, newest first, optionally of one queue and handler: the running rows only.
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error
+       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
  WHERE running_batch IS NOT NULL
    AND (%(queue)s IS NULL OR queue = %(queue)s)
