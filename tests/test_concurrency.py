@@ -216,11 +216,19 @@ def test_a_worker_frozen_past_its_lease_runs_nothing_more_of_the_stale_claim(qdb
             time.sleep(0.2)  # let a statement in flight land
             held = {row[0] for row in qdb.query(
                 "SELECT id FROM mysqlq_jobs WHERE worker = 'frozen' AND status = 'running'")}
-            ran_before = {int(r[0]) for r in qdb.records()}  # a job's record is written as it starts
+            records_before = qdb.records()  # a job's record is written as it starts
+            ran_before = {int(r[0]) for r in records_before}
             if held - ran_before:
-                # Its claims are taken over while it is frozen (as the reaper would, once the lease lapsed).
+                # Its claims are taken over while it is frozen, as another worker's claim after the reaper
+                # gave them back would hold them: a live worker's, under a fresh lease, so that the reaper
+                # (this worker, its leader, once it runs again) has nothing to give back.
                 stolen = held
-                qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, running_batch = 999, worker = 'thief'"
+                qdb.query("INSERT INTO mysqlq_workers (name, host, pid, connection_id, queues, started_at,"
+                          " heartbeat_at, lease_us) VALUES ('thief', 'elsewhere', 1, 0, 'default', NOW(6), NOW(6),"
+                          " 86400000000)")
+                qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, running_batch = 999, worker = 'thief',"
+                          " worker_id = (SELECT id FROM mysqlq_workers WHERE name = 'thief'),"
+                          " lease_until = NOW(6) + INTERVAL 1 HOUR"
                           " WHERE worker = 'frozen' AND status = 'running'")
                 time.sleep(3.5)  # past its lease
         finally:
@@ -232,7 +240,7 @@ def test_a_worker_frozen_past_its_lease_runs_nothing_more_of_the_stale_claim(qdb
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
     assert stolen, "the worker never held an unstarted claimed job when frozen"
-    ran_after = [int(r[0]) for r in qdb.records()[len(ran_before):]]
+    ran_after = [int(r[0]) for r in qdb.records()[len(records_before):]]
     assert not set(ran_after) & stolen  # none of the stale batch ran again
     logs = qdb.logs()
     assert logs.count("batch.abandoned") >= 1
