@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -426,27 +426,16 @@ def pending(cur: Any) -> bool:
     cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_jobs WHERE running_batch > 0)"
                 " OR EXISTS(SELECT 1 FROM mysqlq_jobs WHERE (running_batch IS NULL OR running_batch = 0)"
                 "           AND status IN ('ready', 'scheduled', 'blocked', 'waiting'))")
-    if cur.fetchone()[0]:
-        return True
-    session = cur.connection.thread_id()  # one per connection while the server runs
-    if session not in _live_tables:  # W1flag's split prototype keeps unfinished jobs in a table of their own
-        cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
-                    " AND TABLE_NAME = 'mysqlq_live'")
-        _live_tables[session] = bool(cur.fetchone()[0])
-    if _live_tables[session]:
-        cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_live)")
-        return bool(cur.fetchone()[0])
-    return False
+    return bool(cur.fetchone()[0])
 
 
-_live_tables: dict[int, bool] = {}  # by the session's id: does its database hold mysqlq_live?
-
-
-def wait_drained(cur: Any, workers: Workers | None, timeout: float, interval: float = 0.01) -> float:
-    """Poll until every job is finished; returns time.perf_counter() at that moment."""
+def wait_drained(cur: Any, workers: Workers | None, timeout: float, interval: float = 0.01,
+                 unfinished: Callable[[Any], bool] = pending) -> float:
+    """Poll until every job is finished (``unfinished``: whether any is not, :func:`pending` unless a
+    prototype keeps its jobs elsewhere); returns time.perf_counter() at that moment."""
 
     def drained() -> bool:
-        if not pending(cur):
+        if not unfinished(cur):
             return True
         if workers is not None:
             workers.check_alive()

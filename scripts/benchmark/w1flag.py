@@ -51,7 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from benchmark.common import HERE, Bench, Figure, emit, note
+from benchmark.common import HERE, Bench, Figure, emit, note, pending
 from benchmark.shared import BATCH, Sizes, drain_bare, drain_mysqlq
 
 EPOCH = "'1970-01-01 00:00:01'"
@@ -157,6 +157,12 @@ SPLIT_SETUP = [
     "DELETE FROM mysqlq_jobs WHERE status = 'ready'",
     "ALTER TABLE mysqlq_jobs DROP INDEX mysqlq_jobs_ready, DROP INDEX mysqlq_jobs_dedupe, FORCE",
 ]
+def split_unfinished(cur: Any) -> bool:
+    """``split`` keeps the jobs not finished yet in mysqlq_live."""
+    cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_live)")
+    return bool(cur.fetchone()[0]) or pending(cur)
+
+
 SPLIT_POLL_READY = ("(SELECT 1 FROM mysqlq_live FORCE INDEX (mysqlq_live_claim)"
                     " WHERE queue IN ({ids}) AND batch_id = 0 LIMIT 1) AS has_ready")
 SPLIT_COLUMNS = ("id, queue, handler, payload, status, priority, run_at, attempts, max_attempts, time_limit, batch_id,"
@@ -270,6 +276,7 @@ class Prototype:
     poll_ready: str
     jobs_at: int
     rewrite: tuple[tuple[str, str], ...] = ()
+    unfinished: Callable[[Any], bool] = pending  # whether any job is not finished yet
 
 
 ALL_PROTOTYPES = {
@@ -278,7 +285,7 @@ ALL_PROTOTYPES = {
                          (("running_batch IS NOT NULL", "running_batch > 0"),)),
     # (no statement the worker runs during W1 may force the indexes the history lost)
     "split": Prototype(SPLIT_SETUP, SPLIT_STATEMENTS, SPLIT_POLL_READY, 1,
-                       (("FORCE INDEX (mysqlq_jobs_ready)", ""),)),
+                       (("FORCE INDEX (mysqlq_jobs_ready)", ""),), split_unfinished),
 }
 # MYSQLQ_BENCH_W1FLAG=inplace runs only the prototypes it names (comma-separated)
 PROTOTYPES = {name: ALL_PROTOTYPES[name]
@@ -358,7 +365,7 @@ def w1_flag(bench: Bench, sizes: Sizes) -> list[Figure]:
                     batch100_ratio_bare100_steady=old.steady_jobs_s / bare.steady_jobs_s)
                 for name, design in PROTOTYPES.items():
                     d = drain_mysqlq(bench, f"w1flag_{name}_k{k}_r{run}", k, n, after_fill=tables(design),
-                                     env={"PYTHONPATH": str(copies[name])})
+                                     env={"PYTHONPATH": str(copies[name])}, unfinished=design.unfinished)
                     figure.add(**{
                         f"{name}_jobs_s": d.jobs_s, f"{name}_server_us_job": d.server_us_job,
                         f"{name}_cpu_us_job": d.cpu_us_job,
