@@ -18,6 +18,7 @@ import mysqlq
 from mysqlq import Job
 from mysqlq.core.errors import ConfigError
 from mysqlq.core.rates import RateLimit, parse_rate
+from mysqlq.store import claims, rates
 
 from .conftest import QueueDB
 
@@ -193,3 +194,35 @@ def test_limits_in_use_are_listed_exported_and_shown(qdb: QueueDB) -> None:
     assert metrics["mysqlq_rate_limited_starts_last_minute"][limit] >= 5
     assert metrics["mysqlq_rate_limit_keys"][limit] == 1
     assert status == 200 and "Rate limits in use" in page and 'data-limit="handler:test.rated_key"' in page
+
+
+def test_a_job_whose_turn_comes_within_moments_stays_claimed_and_starts_then(qdb: QueueDB) -> None:
+    # One start per half second: the second job's turn comes then. Within the hold (the worker's is
+    # TURN_SPAN; a second here, so that a slow machine cannot make the test's point moot), it stays
+    # claimed, in the bucket's waiting list, and starts when admitted again at its turn. Without a
+    # hold (or past it) the third is set aside as a scheduled job.
+    limit, bucket = RateLimit(1, 0.5), "handler:test.rated"
+    with qdb.producer() as producer:
+        first, second, third = (producer.enqueue("test.rated") for _ in range(3))
+    conn = qdb.connect()
+    try:
+        with conn.cursor() as cur:
+            assert claims.claim_update(cur, "default", 7, 1, "w", 60, 2) == 2
+            held = rates.admit(cur, 7, [rates.Limited(job, bucket, limit) for job in (first, second)], hold=1.0)
+            assert held.admitted == {first} and not held.deferred and set(held.held) == {second}
+            assert 0 < held.held[second] <= 0.5
+            assert qdb.query("SELECT status, running_batch FROM mysqlq_jobs WHERE id = %s", (second,)) == [
+                ("running", 7)]
+            waiting = "SELECT COUNT(*) FROM mysqlq_rate_waiting WHERE job_id = %s"
+            assert qdb.scalar(waiting, (second,)) == 1  # jobs claimed later queue behind it
+            time.sleep(held.held[second])
+            again = rates.admit(cur, 7, [rates.Limited(second, bucket, limit)])
+            assert again.admitted == {second} and not again.held and not again.deferred
+            assert qdb.scalar(waiting, (second,)) == 0
+            assert claims.claim_update(cur, "default", 8, 1, "w", 60, 1) == 1
+            set_aside = rates.admit(cur, 8, [rates.Limited(third, bucket, limit)])  # no hold
+            assert not set_aside.admitted and set(set_aside.deferred) == {third} and not set_aside.held
+    finally:
+        conn.close()
+    assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (third,)) == "scheduled"
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_rate_starts") == 2

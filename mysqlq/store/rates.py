@@ -38,10 +38,12 @@ class Limited:
 @dataclass
 class RateAdmission:
     """What admission did with a batch's limited jobs: may start now, set aside until a time (seconds
-    from now, by job), or no longer ours."""
+    from now, by job), held (their turn comes within the hold: still claimed, to be admitted again
+    then; seconds from now, by job), or no longer ours."""
 
     admitted: set[int] = field(default_factory=set)
     deferred: dict[int, float] = field(default_factory=dict)
+    held: dict[int, float] = field(default_factory=dict)
     lost: list[int] = field(default_factory=list)
 
 
@@ -54,11 +56,12 @@ def _marks(count: int) -> str:
     return ", ".join(["%s"] * count)
 
 
-def admit(cur: Cursor, batch_id: int, limited: Sequence[Limited]) -> RateAdmission:
+def admit(cur: Cursor, batch_id: int, limited: Sequence[Limited], hold: float = 0.0) -> RateAdmission:
     """In one transaction, for a just-claimed batch: each limited job still ours starts now if its
-    bucket has room and no job waits ahead of it, or is set aside as a scheduled job until its turn.
-    A dozen statements, whatever the number of buckets and jobs (one per bucket only to read the
-    oldest starts of a bucket whose window is full)."""
+    bucket has room and no job waits ahead of it, or is set aside as a scheduled job until its turn;
+    one whose turn comes within ``hold`` seconds stays claimed (in the waiting list like the others),
+    for its worker to admit again then. A dozen statements, whatever the number of buckets and jobs
+    (one per bucket only to read the oldest starts of a bucket whose window is full)."""
     by_bucket: dict[str, list[Limited]] = {}
     for job in sorted(limited, key=lambda job: job.job_id):
         by_bucket.setdefault(job.bucket, []).append(job)
@@ -75,7 +78,7 @@ def admit(cur: Cursor, batch_id: int, limited: Sequence[Limited]) -> RateAdmissi
             if jobs:
                 live[bucket] = jobs
         if live:
-            _admit_buckets(cur, batch_id, live, result)
+            _admit_buckets(cur, batch_id, live, result, hold)
     return result
 
 
@@ -91,7 +94,8 @@ class _State:
     queue_ahead: bool
 
 
-def _admit_buckets(cur: Cursor, batch_id: int, live: dict[str, list[Limited]], result: RateAdmission) -> None:
+def _admit_buckets(cur: Cursor, batch_id: int, live: dict[str, list[Limited]], result: RateAdmission,
+                   hold: float) -> None:
     names = sorted(live)
     ids = [job.job_id for bucket in names for job in live[bucket]]
     states = _states(cur, live, ids)
@@ -122,9 +126,12 @@ def _admit_buckets(cur: Cursor, batch_id: int, live: dict[str, list[Limited]], r
         waiting += [(bucket, job_id) for job_id in turns.waiting]
         if turns.next_at is not None:
             tails[bucket] = turns.next_at
+    waits = {job_id: max(0.0, (at - now).total_seconds()) for job_id, at in deferred.items()}
+    result.held.update((job_id, wait) for job_id, wait in waits.items() if wait <= hold)
+    deferred = {job_id: at for job_id, at in deferred.items() if job_id not in result.held}
     if deferred:
         _set_aside(cur, batch_id, deferred)
-        result.deferred.update((job_id, max(0.0, (at - now).total_seconds())) for job_id, at in deferred.items())
+        result.deferred.update((job_id, waits[job_id]) for job_id in deferred)
     if admitted:
         stamped = [(bucket, now, job_id) for bucket, job_id in admitted]
         cur.execute(_rows("record_starts", stamped), [value for row in stamped for value in row])

@@ -23,7 +23,7 @@ from mysqlq.core.errors import HandlerLoadError, HandlerNotFound
 from mysqlq.core.handlers import Registry, declared_rate_limit
 from mysqlq.core.jobs import ClaimedJob, decode_payload
 from mysqlq.core.logs import Log
-from mysqlq.core.rates import RateLimit, handler_bucket, queue_bucket
+from mysqlq.core.rates import TURN_SPAN, RateLimit, handler_bucket, queue_bucket
 from mysqlq.store import rates as store
 from mysqlq.store.db import Database
 
@@ -93,7 +93,7 @@ class Rates:
                 limited.append(store.Limited(job.id, found[0], found[1]))
         if not limited:
             return jobs
-        result = self.db.run(partial(store.admit, batch_id=batch_id, limited=limited))
+        result = self._admit(batch_id, limited)
         buckets = {entry.job_id: entry for entry in limited}
         for job_id, seconds in sorted(result.deferred.items()):
             entry = buckets[job_id]
@@ -107,6 +107,24 @@ class Rates:
             self._remember(set(result.deferred.values()))
         return [job for job in jobs if job.id not in buckets or job.id in result.admitted]
 
+
+    def _admit(self, batch_id: int, limited: list[store.Limited]) -> store.RateAdmission:
+        """Admit in the database; a job whose turn comes within TURN_SPAN is held, claimed, and admitted
+        again at its turn, here (twice at most, then set aside): its round trip through the queue (set
+        aside, promoted, claimed again) would bring it back later than its turn, when jobs that came
+        back meanwhile may have taken its place, and it would go round again."""
+        result = self.db.run(partial(store.admit, batch_id=batch_id, limited=limited, hold=TURN_SPAN))
+        for hold in (TURN_SPAN, 0.0):
+            if not result.held:
+                break
+            time.sleep(max(result.held.values()))
+            again = [entry for entry in limited if entry.job_id in result.held]
+            later = self.db.run(partial(store.admit, batch_id=batch_id, limited=again, hold=hold))
+            result.admitted |= later.admitted
+            result.deferred.update(later.deferred)
+            result.lost += later.lost
+            result.held = later.held
+        return result
 
     def _remember(self, turns: set[float]) -> None:
         now = time.monotonic()
