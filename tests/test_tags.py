@@ -113,6 +113,75 @@ def test_enqueue_many_tags_the_jobs_that_have_tags_and_inserts_the_rest_in_bulk(
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags WHERE tag = 'batch'") == 10
 
 
+def test_enqueue_many_inserts_tagged_jobs_in_chunks_and_their_tags_in_one_statement_each(qdb: QueueDB) -> None:
+    # 2,500 tagged jobs (chunks of 1,000), a taken dedupe key among them, plain jobs and a job after
+    # another: three statements per chunk of tagged jobs, not two per job.
+    with qdb.producer() as producer:
+        taken = producer.enqueue("test.record", {"n": -1}, dedupe_key="taken", tags=["kept"])
+        before = session_counters(producer)
+        jobs = [Job("test.record", {"n": n}, tags=[f"n:{n}", "bulk"], dedupe_key="taken" if n == 1234 else None)
+                for n in range(2500)]
+        jobs += [Job("test.record", {"n": 2500 + n}) for n in range(10)]
+        jobs.append(Job("test.record", {"n": 9999}, tags=["after"], after=[taken]))
+        assert producer.enqueue_many(jobs) == 2500 - 1 + 10 + 1
+        after = session_counters(producer)
+    assert after["Com_insert"] - before["Com_insert"] <= 3 * 2 + 1 + 3  # tagged chunks, plain, the job after
+    rows = qdb.query("SELECT id, payload FROM mysqlq_jobs")
+    ids = {json.loads(payload)["n"]: int(job_id) for job_id, payload in rows}
+    assert len(ids) == 2500 - 1 + 10 + 1 + 1 and 1234 not in ids
+    assert tags_of(qdb, taken) == (["kept"], ["kept"])
+    for n in (0, 999, 1000, 1233, 1235, 2499):
+        assert tags_of(qdb, ids[n]) == ([f"n:{n}", "bulk"], sorted([f"n:{n}", "bulk"]))
+    assert tags_of(qdb, ids[2500]) == (None, [])
+    assert tags_of(qdb, ids[9999]) == (["after"], ["after"])
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags WHERE tag = 'bulk'") == 2499
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags") == 2 * 2499 + 2
+
+
+def test_enqueue_many_rolls_back_and_inserts_one_by_one_when_another_insert_lands_among_a_chunks_ids(
+        qdb: QueueDB, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A chunk's ids are one block on InnoDB; were another insert's row ever among them, its tag rows
+    # could not be told apart by id. Simulated with ids two apart (auto_increment_increment, as on a
+    # Galera node): a row committed between two of the chunk's just before they are read back. The
+    # whole enqueue_many rolls back and goes again, one job at a time.
+    from mysqlq.store import jobs as store_jobs
+
+    read_back = store_jobs.execute
+    landed: list[int] = []
+
+    def intruding(cur: Cursor, name: str, params: Any = None) -> int:
+        if name == "jobs_inserted" and not landed:
+            conn = qdb.connect()
+            try:
+                with conn.cursor() as other:
+                    other.execute("SET SESSION innodb_lock_wait_timeout = 5")
+                    other.execute("INSERT INTO mysqlq_jobs (id, queue, handler, payload, status, run_at, enqueued_at,"
+                                  " max_attempts, time_limit)"
+                                  " VALUES (%s, 'default', 'test.record', '{}', 'ready', NOW(6), NOW(6), 1, 1)",
+                                  (params["first"] + 1,))
+                    landed.append(params["first"] + 1)
+            finally:
+                conn.close()
+        return read_back(cur, name, params)
+
+    monkeypatch.setattr(store_jobs, "execute", intruding)
+    (increment,) = qdb.query("SELECT @@GLOBAL.auto_increment_increment")[0]
+    qdb.query("SET GLOBAL auto_increment_increment = 2")  # for connections made from now on
+    try:
+        with qdb.producer() as producer:
+            assert producer.enqueue_many([Job("test.record", {"n": n}, tags=[f"n:{n}"]) for n in range(5)]) == 5
+    finally:
+        qdb.query("SET GLOBAL auto_increment_increment = %s", (increment,))
+    assert landed
+    rows = qdb.query("SELECT id, payload FROM mysqlq_jobs WHERE id <> %s", (landed[0],))
+    ids = {json.loads(payload)["n"]: int(job_id) for job_id, payload in rows}
+    assert sorted(ids) == [0, 1, 2, 3, 4]  # each once: the first attempt rolled back whole
+    assert all(job_id > landed[0] for job_id in ids.values())  # inserted again, after the intruder
+    for n in range(5):
+        assert tags_of(qdb, ids[n]) == ([f"n:{n}"], [f"n:{n}"])
+    assert tags_of(qdb, landed[0]) == (None, [])
+
+
 def test_every_other_way_of_enqueueing_writes_the_tags(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         ids = {"aenqueue": asyncio.run(producer.aenqueue("test.record", tags=["via:aenqueue"]))}

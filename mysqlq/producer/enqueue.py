@@ -128,8 +128,9 @@ class Producer:
 
         Jobs are checked a chunk at a time, while the server inserts the chunk before; a bad job
         (InvalidJob names its position) rolls back every chunk already sent, so nothing is written.
-        ``progress`` hears of each chunk inserted. Jobs with ``after`` or ``tags`` are inserted one
-        statement each (and one for their tags), after the others, in the same transaction.
+        ``progress`` hears of each chunk inserted. Jobs with ``tags`` go in chunks of their own (one
+        more statement for a chunk's tag rows, and one to read their ids), jobs with ``after`` one
+        statement each, after the others, in the same transaction.
         """
         try:
             batch = list(jobs)
@@ -143,13 +144,14 @@ class Producer:
         self.hints.notify({job.queue for job in batch})
         return inserted
 
-    def _chunks(self, batch: list[Job]) -> Iterator[list[tuple[Any, ...]]]:
-        """The checked rows of ``batch``, BULK_CHUNK jobs or BULK_BYTES of payload at a time (so that
-        one statement stays well under the server's max_allowed_packet, 16 MiB by default)."""
+    def _chunks(self, batch: Sequence[tuple[int, Job]]) -> Iterator[list[tuple[Any, ...]]]:
+        """The checked rows of ``batch`` (jobs with their places in the caller's list), BULK_CHUNK jobs
+        or BULK_BYTES of payload at a time (so that one statement stays well under the server's
+        max_allowed_packet, 16 MiB by default)."""
         settings = self.settings
         rows: list[tuple[Any, ...]] = []
         size = 0
-        for n, job in enumerate(batch):
+        for n, job in batch:
             try:
                 row = job.row(settings)
             except InvalidJob as exc:
@@ -163,14 +165,21 @@ class Producer:
             yield rows
 
     def _insert_all(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None) -> int:
-        # Each after its parents, or with its tag rows (they need its id), one at a time.
-        later = [(n, job) for n, job in enumerate(batch) if job.after or job.tags]
-        if later:
-            batch = [job for job in batch if not (job.after or job.tags)]
+        try:
+            return self._insert_in_chunks(cur, batch, progress, tagged_in_chunks=True)
+        except store.Interleaved:  # rolled back (``progress`` heard of chunks that are gone): go again
+            return self._insert_in_chunks(cur, batch, progress, tagged_in_chunks=False)
+
+    def _insert_in_chunks(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None,
+                          tagged_in_chunks: bool) -> int:
+        plain = [(n, job) for n, job in enumerate(batch) if not (job.after or job.tags)]
+        tagged = [(n, job) for n, job in enumerate(batch) if job.tags and not job.after] if tagged_in_chunks else []
+        # Each after its parents, or (when a chunk's ids were not one block) with its tag rows, one at a time.
+        later = [(n, job) for n, job in enumerate(batch) if job.after or (job.tags and not tagged_in_chunks)]
         with transaction(cur.connection):
             total, sent = 0, 0
             with store.bulk_insert(cur, self.renderer) as bulk:
-                for rows in self._chunks(batch):  # checked while the server inserts the chunk before
+                for rows in self._chunks(plain):  # checked while the server inserts the chunk before
                     total += bulk.send(rows)
                     if sent and progress:
                         progress(sent)
@@ -178,6 +187,10 @@ class Producer:
                 total += bulk.wait()
                 if sent and progress:
                     progress(sent)
+            for rows in self._chunks(tagged):
+                total += store.insert_tagged(cur, rows, self.renderer)
+                if progress:
+                    progress(len(rows))
             for n, job in later:
                 try:
                     total += workflows.insert_counted(cur, job, self.settings, self.renderer)[1]

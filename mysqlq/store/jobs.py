@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 from mysqlq.core.jobs import JobState
+from mysqlq.store import execute
 from mysqlq.store.db import Connection, Cursor
 from mysqlq.store.sql import query
 
@@ -118,6 +119,30 @@ def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = N
         with cur.connection.cursor() as tag_cur:  # keeps ``cur.rowcount`` the job insert's
             tag_cur.execute(statement, [value for tag in tags for value in (job_id, tag)])
     return job_id
+
+
+class Interleaved(Exception):
+    """A multi-row insert's ids were not one block (another statement's rows among them): its tag
+    rows cannot be told apart by id range. The caller rolls back and inserts the jobs one by one."""
+
+
+def insert_tagged(cur: Cursor, rows: Sequence[Sequence[Any]], renderer: RowRenderer) -> int:
+    """Insert jobs with tags in one multi-row INSERT, then all their tag rows in one more (an id's
+    tags read back from the job rows, by the statement's block of ids), in the caller's transaction;
+    returns how many jobs were new. Raises Interleaved when the block held rows not of this insert."""
+    cur.execute(renderer.statement("insert_jobs", rows, cur.connection.literal))
+    added = cur.rowcount
+    if added <= 0:
+        return 0
+    execute(cur, "jobs_inserted", {"first": int(cur.lastrowid or cur.connection.insert_id()), "places": len(rows) - 1})
+    found = [(int(job_id), json.loads(tags) if tags is not None else None) for job_id, tags in cur.fetchall()]
+    sent = iter(json.loads(row[TAGS]) for row in rows)  # in order: the rows found are some of them, in order
+    if len(found) != added or not all(any(tags == mine for mine in sent) for _, tags in found):
+        raise Interleaved(f"{len(found)} rows in the block of ids of an insert that added {added}")
+    pairs = [(job_id, tag) for job_id, tags in found for tag in tags or ()]
+    cur.execute(query("insert_job_tags").replace("{rows}", ", ".join([query("job_tag_values")] * len(pairs))),
+                [value for pair in pairs for value in pair])
+    return added
 
 
 def insert_rendered(conn: Connection, row: Sequence[Any], renderer: RowRenderer) -> int:

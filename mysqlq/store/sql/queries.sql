@@ -132,6 +132,16 @@ INSERT INTO mysqlq_job_tags (job_id, tag) VALUES {rows};
 -- One row of insert_job_tags: the job's id and one of its tags.
 (%s, %s)
 
+-- name: jobs_inserted
+-- The jobs a multi-row insert_jobs of tagged jobs just added, in its transaction: their ids run from
+-- the statement's LAST_INSERT_ID(), one auto_increment_increment apart, over as many places as it
+-- sent rows (InnoDB takes a block of ids for a statement of known rows; a job whose dedupe key is
+-- taken leaves its place empty). Read without locks: a row another transaction committed in that
+-- range would show, and the caller then finds more rows than its insert added.
+SELECT id, tags FROM mysqlq_jobs
+ WHERE id BETWEEN %(first)s AND %(first)s + %(places)s * @@auto_increment_increment
+ ORDER BY id;
+
 -- name: job_values_due
 -- One row of insert_job or insert_jobs for a job due at once (no run_at, no delay): job_values
 -- without run_at and delay, whose expression costs the server about an eighth of a bulk insert.
