@@ -107,7 +107,6 @@ class Rates:
             self._remember(set(result.deferred.values()))
         return [job for job in jobs if job.id not in buckets or job.id in result.admitted]
 
-
     def _admit(self, batch_id: int, limited: list[store.Limited]) -> store.RateAdmission:
         """Admit in the database; a job whose turn comes within TURN_SPAN is held, claimed, and admitted
         again at its turn, here (twice at most, then set aside): its round trip through the queue (set
