@@ -182,6 +182,18 @@ def test_enqueue_many_rolls_back_and_inserts_one_by_one_when_another_insert_land
     assert tags_of(qdb, landed[0]) == (None, [])
 
 
+def test_enqueue_many_names_a_bad_jobs_place_in_the_list_given_whatever_the_tagged_jobs_before_it(
+        qdb: QueueDB) -> None:
+    jobs = [Job("test.record", {"n": 0}, tags=["t"]), Job("test.record", {"n": 1}), Job("test.record", "x" * 2000),
+            Job("test.record", "y" * 2000, tags=["t"])]
+    with qdb.producer(max_payload_bytes=1000) as producer:
+        with pytest.raises(InvalidJob, match=r"^item 2: "):
+            producer.enqueue_many(jobs)
+        with pytest.raises(InvalidJob, match=r"^item 3: "):
+            producer.enqueue_many([jobs[0], jobs[1], jobs[1], jobs[3]])  # a tagged job's own chunk
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 0
+
+
 def test_every_other_way_of_enqueueing_writes_the_tags(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         ids = {"aenqueue": asyncio.run(producer.aenqueue("test.record", tags=["via:aenqueue"]))}
