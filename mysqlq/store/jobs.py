@@ -114,11 +114,15 @@ def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = N
         cur.execute(renderer.statement("insert_job", (row,), cur.connection.literal))
     job_id = int(cur.lastrowid or cur.connection.insert_id())
     if row[TAGS] is not None and cur.rowcount == 1:  # a taken dedupe key: the existing job keeps its tags
-        tags = json.loads(row[TAGS])
-        statement = query("insert_job_tags").replace("{rows}", ", ".join([query("job_tag_values")] * len(tags)))
         with cur.connection.cursor() as tag_cur:  # keeps ``cur.rowcount`` the job insert's
-            tag_cur.execute(statement, [value for tag in tags for value in (job_id, tag)])
+            _insert_tag_rows(tag_cur, [(job_id, tag) for tag in json.loads(row[TAGS])])
     return job_id
+
+
+def _insert_tag_rows(cur: Cursor, pairs: Sequence[tuple[int, str]]) -> None:
+    """The mysqlq_job_tags rows of jobs just inserted: (job id, tag) pairs, in one statement."""
+    cur.execute(query("insert_job_tags").replace("{rows}", ", ".join([query("job_tag_values")] * len(pairs))),
+                [value for pair in pairs for value in pair])
 
 
 class Interleaved(Exception):
@@ -139,9 +143,7 @@ def insert_tagged(cur: Cursor, rows: Sequence[Sequence[Any]], renderer: RowRende
     sent = iter(json.loads(row[TAGS]) for row in rows)  # in order: the rows found are some of them, in order
     if len(found) != added or not all(any(tags == mine for mine in sent) for _, tags in found):
         raise Interleaved(f"{len(found)} rows in the block of ids of an insert that added {added}")
-    pairs = [(job_id, tag) for job_id, tags in found for tag in tags or ()]
-    cur.execute(query("insert_job_tags").replace("{rows}", ", ".join([query("job_tag_values")] * len(pairs))),
-                [value for pair in pairs for value in pair])
+    _insert_tag_rows(cur, [(job_id, tag) for job_id, tags in found for tag in tags or ()])
     return added
 
 
