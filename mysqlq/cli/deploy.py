@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from mysqlq.cli import main
+from mysqlq.core import systemdbinding
 from mysqlq.core.errors import ConfigError, MysqlqError
 from mysqlq.core.secrets import DSN_CREDENTIAL, PASSWORD_CREDENTIAL, TOKEN_CREDENTIAL
 
@@ -320,6 +321,7 @@ def install_systemd(name: str, root: Path, executable: Path | None, template: Pa
                     credentials: str) -> None:
     """Install the worker template unit NAME@.service (and NAME.target, which starts and stops the
     enabled instances together); instance NAME@X runs `mysqlq worker --name X`."""
+    systemdbinding.require()  # a unit whose worker would stop at once without it is not written
     executable = executable.absolute() if executable else default_executable()
     encrypted = credentials == "encrypted"
     done = install(root, name, executable, template, encrypted)

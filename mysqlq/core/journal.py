@@ -1,5 +1,8 @@
-"""Journal output: each event becomes one journal entry with upper-case fields, sent over journald's
-native protocol (mysqlq.core.journalsocket)."""
+"""Journal output: each event becomes one journal entry with upper-case fields, sent by libsystemd's
+``sd_journal_sendv`` (systemd-python's ``systemd.journal.sendv``): a value holding newlines (a
+traceback) goes in the protocol's binary-safe form, an entry too big for a datagram in a sealed memfd,
+and where no journald listens the entry is dropped. Imported only when logging goes to the journal,
+which needs the binding (mysqlq.core.systemdbinding)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from mysqlq.core import journalsocket
+from systemd.journal import sendv as _sendv
+
 from mysqlq.core.logvalues import FLOAT
 
 PRIORITIES = {"critical": 2, "exception": 3, "error": 3, "warning": 4, "warn": 4, "info": 6, "debug": 7}
@@ -68,9 +72,21 @@ def entry(level: str, event_dict: dict[str, Any]) -> list[str]:
     ]
 
 
+def sendv(*fields: str) -> None:
+    """Send one entry of ``NAME=value`` fields. A value no strict UTF-8 encodes (a lone surrogate, as
+    from a file name decoded with ``surrogateescape``) goes with ``?`` for it; a journald socket no
+    journald listens on drops the entry, as a missing socket does."""
+    try:
+        _sendv(*fields)
+    except UnicodeEncodeError:
+        _sendv(*(field.encode("utf-8", "replace") for field in fields))
+    except ConnectionRefusedError:
+        pass
+
+
 def send(level: str, event_dict: dict[str, Any]) -> None:
-    """One event as one journal entry (one datagram to journald)."""
-    journalsocket.sendv(*entry(level, event_dict))
+    """One event as one journal entry (one ``sd_journal_sendv``)."""
+    sendv(*entry(level, event_dict))
 
 
 def send_many(level: str, event: str, context: dict[str, Any], keys: Sequence[str],
@@ -82,7 +98,6 @@ def send_many(level: str, event: str, context: dict[str, Any], keys: Sequence[st
     trailing = [f"{key}={_shown(value)}" for key, value in context.items() if value is not None and key in TRAILING]
     constant = [f"PRIORITY={PRIORITIES.get(level, 6)}", f"SYSLOG_IDENTIFIER={IDENTIFIER}", f"MYSQLQ_EVENT={event}",
                 *(f"{field_name(key)}={_field(value)}" for key, value in context.items() if value is not None)]
-    sendv = journalsocket.sendv
     for row in rows:
         shown = [f"{key}={_shown(value)}" for key, value in zip(keys, row, strict=True) if value is not None]
         message = " ".join([event, *leading, *shown, *trailing])

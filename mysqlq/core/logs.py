@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from itertools import chain
 from typing import Any, Protocol, TextIO
 
+from mysqlq.core import systemdbinding
 from mysqlq.core.logvalues import FLOAT
 
 FORMATS = ("auto", "console", "json", "journal")
@@ -357,13 +358,14 @@ def fatal(line: str, fmt: str | None = None, **fields: str | None) -> None:
     journal_stream = stderr_is_journal()
     if fmt == "journal" or (fmt in (None, "auto") and journal_stream):
         try:
-            from mysqlq.core import journalsocket
+            if systemdbinding.available():  # else stderr is all there is
+                from mysqlq.core import journal
 
-            extra = [f"{key.upper()}={value}" for key, value in fields.items() if value is not None]
-            journalsocket.sendv(f"MESSAGE={line}", "PRIORITY=3", "SYSLOG_IDENTIFIER=mysqlq",
-                                "MYSQLQ_EVENT=command.failed", *extra)
-            if journal_stream:
-                return
+                extra = [f"{key.upper()}={value}" for key, value in fields.items() if value is not None]
+                journal.sendv(f"MESSAGE={line}", "PRIORITY=3", "SYSLOG_IDENTIFIER=mysqlq",
+                              "MYSQLQ_EVENT=command.failed", *extra)
+                if journal_stream:
+                    return
         except OSError:
             pass  # no journald to talk to: stderr is all there is
     prefix = "<3>" if journal_stream else ""
@@ -373,8 +375,11 @@ def fatal(line: str, fmt: str | None = None, **fields: str | None) -> None:
 
 def configure(fmt: str = "auto", level: str = "info") -> str:
     """Configure logging for the whole process (the CLI owns it); returns the format chosen for ``auto``."""
-    if fmt == "auto":
-        fmt = "journal" if stderr_is_journal() else "console"
+    if fmt == "auto":  # without systemd's binding: console lines, into the journal stream (a worker under
+        # systemd then stops with the line saying what to install)
+        fmt = "journal" if stderr_is_journal() and systemdbinding.available() else "console"
+    elif fmt == "journal":
+        systemdbinding.require()
     global _emit, _many, _threshold, _configured, _generation, _handler_config
     numeric = LEVELS[level.upper()]
     if fmt == "journal":

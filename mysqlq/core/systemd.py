@@ -1,32 +1,19 @@
 """sd_notify for Type=notify units: READY, STATUS, WATCHDOG, STOPPING; a no-op outside systemd.
 
-The protocol is one datagram of ``KEY=VALUE`` lines to the AF_UNIX socket systemd names in
-``$NOTIFY_SOCKET`` (a path, or an abstract name written with a leading ``@``); systemd learns the
-sender's pid from the socket itself, which is what ``NotifyAccess=main`` checks. Written here in a few
-lines, as libsystemd's ``sd_notify`` does it, so that no C extension is needed for it.
+Each notification is libsystemd's ``sd_notify``, through systemd-python's ``systemd.daemon.notify``:
+one datagram of ``KEY=VALUE`` lines to the socket systemd names in ``$NOTIFY_SOCKET``, from which
+systemd learns the sender's pid (what ``NotifyAccess=main`` checks). What mysqlq keeps is when to
+send what: the states of a worker, and the watchdog's keep-alive while a job holds the main loop.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
 
-
-def notify(state: str, address: str | None = None) -> bool:
-    """Send ``state`` (``KEY=VALUE`` lines) to systemd's notification socket; False when there is none
-    (``$NOTIFY_SOCKET`` unset, or a kind of address other than a unix socket). A socket that is gone
-    raises ``OSError``, as systemd's own ``sd_notify`` reports it."""
-    address = os.environ.get("NOTIFY_SOCKET", "") if address is None else address
-    if address.startswith("@"):
-        address = "\0" + address[1:]  # an abstract socket: no file, a name in the kernel
-    elif not address.startswith("/"):
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-        sock.sendto(state.encode("utf-8", "replace"), address)
-    return True
+from mysqlq.core import systemdbinding
 
 
 def no_job() -> float | None:
@@ -34,7 +21,8 @@ def no_job() -> float | None:
 
 
 class Notifier:
-    """Tells systemd how the worker is doing (only when NOTIFY_SOCKET is set).
+    """Tells systemd how the worker is doing (only when NOTIFY_SOCKET is set, which needs systemd's
+    binding: without it, one line saying what to install).
 
     The main loop pings the watchdog itself between jobs. While a job runs on the main thread
     (one slot, or a very quick handler) the loop is busy for up to the job's time limit, so a
@@ -54,10 +42,16 @@ class Notifier:
         self.job_deadline = job_deadline
         self._closed = threading.Event()
         self._keepalive: threading.Thread | None = None
+        self._notify: Callable[[str], object] | None = None
+        if self.enabled:
+            systemdbinding.require()
+            from systemd import daemon
+
+            self._notify = daemon.notify
 
     def _send(self, state: str) -> None:
-        if self.enabled:
-            notify(state)
+        if self._notify is not None:
+            self._notify(state)
 
     def ready(self, status: str) -> None:
         self._send(f"READY=1\nSTATUS={status}\nMAINPID={os.getpid()}")

@@ -15,7 +15,7 @@ from types import FrameType
 from typing import Any
 
 from mysqlq import hint
-from mysqlq.core import logs
+from mysqlq.core import logs, systemdbinding
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import SchemaError
 from mysqlq.core.handlers import Registry
@@ -52,6 +52,7 @@ class Worker:
     """A long-running consumer of one or more queues. ``run()`` returns the process exit code."""
 
     def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
+        systemdbinding.require_under_systemd()  # at once: not after systemd's start timeout without READY=1
         self.settings = settings
         self.log = logs.get_logger("mysqlq.worker").bind(worker=settings.worker_name)
         self.stop_requested_at: float | None = None

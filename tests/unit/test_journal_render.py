@@ -64,7 +64,7 @@ def test_a_traceback_follows_the_message_and_has_a_field() -> None:
 @pytest.mark.parametrize("whose", ["mysqlq's", "a handler's"])
 def test_configured_journal_logging_sends_one_entry_per_event(monkeypatch: pytest.MonkeyPatch, whose: str) -> None:
     sent: list[tuple[str, ...]] = []
-    monkeypatch.setattr("mysqlq.core.journalsocket.sendv", lambda *fields: sent.append(fields))
+    monkeypatch.setattr("mysqlq.core.journal._sendv", lambda *fields: sent.append(fields))
     previous = structlog.get_config(), logs._configured, logs._emit, logs._many, logs._threshold
     try:
         assert logs.configure("journal", "info") == "journal"

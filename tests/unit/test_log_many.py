@@ -55,7 +55,7 @@ def test_console_lines_are_those_of_one_call_per_row(configured: None, monkeypat
 
 def test_journal_entries_are_those_of_one_call_per_row(configured: None, monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[tuple[str, ...]] = []
-    monkeypatch.setattr("mysqlq.core.journalsocket.sendv", lambda *fields: sent.append(fields))
+    monkeypatch.setattr("mysqlq.core.journal._sendv", lambda *fields: sent.append(fields))
     logs.configure("journal", "info")
     log = logs.get_logger("mysqlq.worker").bind(worker="w1", batch_id=7)
     one_by_one(log)

@@ -40,7 +40,20 @@ def test_the_licence_is_mit_and_shipped() -> None:
     assert not [c for c in PROJECT["classifiers"] if c.startswith("License ::")]  # the expression says it
 
 
-def test_systemd_python_is_no_dependency_and_the_docs_list_the_promise() -> None:
-    assert not [d for d in PROJECT["dependencies"] if d.lower().startswith(("systemd-python", "systemd"))]
+def test_systemd_python_is_a_linux_dependency_and_the_one_writer_of_journal_and_notifications() -> None:
+    assert "systemd-python>=235; sys_platform == 'linux'" in PROJECT["dependencies"]
+    users = sorted(str(path.relative_to(REPO)) for path in (REPO / "mysqlq").rglob("*.py")
+                   if re.search(r"^\s*(from systemd\b|import systemd\b)", path.read_text(encoding="utf-8"), re.M))
+    assert users == ["mysqlq/core/journal.py", "mysqlq/core/systemd.py", "mysqlq/core/systemdbinding.py"]
+    assert not (REPO / "mysqlq" / "core" / "journalsocket.py").exists()
+    by_hand = [str(path.relative_to(REPO)) for path in (REPO / "mysqlq").rglob("*.py")
+               if re.search(r"journal/socket|MFD_ALLOW_SEALING|SCM_RIGHTS", path.read_text(encoding="utf-8"))]
+    writers = [REPO / "mysqlq" / "core" / name for name in ("systemd.py", "systemdbinding.py", "journal.py")]
+    by_hand += [path.name for path in writers
+                if re.search(r"^import socket|socket\.socket\(", path.read_text(encoding="utf-8"), re.M)]
+    assert by_hand == []  # neither protocol is spoken by hand any more
+
+
+def test_the_docs_list_the_promise() -> None:
     nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     assert "Versioning and compatibility: versioning.md" in nav and "Installing: installing.md" in nav
