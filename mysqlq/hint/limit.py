@@ -57,6 +57,12 @@ class WakeBudget:
         self.give_back(1.0 + min(self.missed, HERD))
         self.missed = 0
 
+    def excused(self, count: int) -> None:
+        """Wake-ups already charged turned out to be the herd's: their tokens come back."""
+        if count > 0:
+            self.give_back(float(count))
+            self.missed = max(0, self.missed - count)
+
     def found_nothing(self) -> None:
         """The wake-up's claim found nothing: its token stays spent."""
         self.missed += 1

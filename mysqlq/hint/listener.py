@@ -22,6 +22,7 @@ from mysqlq.hint.local import MAX_DATAGRAMS, LocalListener
 from mysqlq.hint.wire import ANY_QUEUE, POLL_NOW, Hint, Rejected, Verifier, new_key
 
 RECEIVE_BUFFER = 1 << 18  # room for bursts of hints while the worker is busy
+LOOK_EVERY = 1.0  # seconds between two reads of the newest job id (a flood must not make each wake-up two statements)
 
 
 @dataclass
@@ -44,6 +45,8 @@ class Listener:
         self.newest_job = newest_job
         self._arrivals = 0  # jobs enqueued that no fruitless wake-up has been excused by yet
         self._newest: int | None = None
+        self._look_at = 0.0  # the budget's clock: when the newest job id may be read again
+        self._unexcused = 0  # fruitless wake-ups charged since that read
         self.local: LocalListener | None = None
         try:
             self.local = LocalListener(settings)
@@ -144,20 +147,30 @@ class Listener:
     def _herd(self) -> bool:
         """Was a wake-up that found nothing one of a herd? With tokens to spare it is not asked (the
         wake-ups that find work pay for most of the herd, see WakeBudget.found). Else: it was if jobs
-        were enqueued since the last time this was asked that no other fruitless wake-up was excused
-        by. So a flood of hints costs at most the budget, plus one wake-up per job enqueued meanwhile."""
+        were enqueued that no other fruitless wake-up was excused by, as the newest job id says. That
+        is read at most once per LOOK_EVERY; a wake-up charged in between is given its token back at
+        the next read if the jobs enqueued meanwhile excuse it. So a flood of hints costs at most the
+        budget, plus one wake-up per job enqueued meanwhile, plus one read a second."""
         if self.newest_job is None or not self.budget.low:
             return False
-        try:
-            newest = self.newest_job()
-        except Exception:  # the claim's own connection failing: the next claim says so; charge
-            return False
-        if self._newest is not None and newest > self._newest:
-            self._arrivals += newest - self._newest
-        self._newest = newest
+        now = self.budget.clock()
+        if now >= self._look_at:
+            self._look_at = now + LOOK_EVERY
+            try:
+                newest = self.newest_job()
+            except Exception:  # the claim's own connection failing: the next claim says so; charge
+                return False
+            if self._newest is not None and newest > self._newest:
+                self._arrivals += newest - self._newest
+            self._newest = newest
+            late = min(self._arrivals, self._unexcused)  # charged since the last read, excused now
+            self._arrivals -= late
+            self.budget.excused(late)
+            self._unexcused = 0
         if self._arrivals:
             self._arrivals -= 1
             return True
+        self._unexcused += 1
         return False
 
     def _read(self, readable: Iterable[Any]) -> list[Hint]:

@@ -209,3 +209,53 @@ def test_hints_from_a_clock_far_off_are_refused_and_said_once(tmp_path: pathlib.
         assert warnings == ["hint.clock_skew"]
     finally:
         listener.close()
+
+
+def test_a_flood_of_fruitless_wake_ups_reads_the_newest_job_at_most_once_a_second(tmp_path: pathlib.Path) -> None:
+    """Each wake-up of a flood costs its claim; the question whether jobs were enqueued meanwhile (a
+    statement of its own) is asked at most once a second, not once per wake-up."""
+    reads = []
+    listener = Listener(Settings(dsn=Dsn(), hint_dir=str(tmp_path / "hints"), hint_bind="127.0.0.1:0"),
+                        newest_job=lambda: reads.append(1) or 7)
+    clock = Clock()
+    listener.budget = WakeBudget(clock=clock)
+    try:
+        woke = 0
+        for _ in range(1000):  # 100 wake-ups' worth of hints a second for 10 s; none leads to a job
+            send(listener, 1)
+            clock.now += 0.01
+            if listener.wake(listener.sockets, ["default"], ()).claim:
+                woke += 1
+                listener.settle(False)
+        assert woke <= BURST + RATE * 10
+        assert 1 <= len(reads) <= 11
+    finally:
+        listener.close()
+
+
+
+def test_jobs_enqueued_between_reads_give_back_the_wake_ups_they_excuse(tmp_path: pathlib.Path) -> None:
+    """Wake-ups charged between two reads of the newest job id get their tokens back at the second
+    read when jobs were enqueued meanwhile (other workers took them: these were the herd's)."""
+    newest, reads = [100], []
+    listener = Listener(Settings(dsn=Dsn(), hint_dir=str(tmp_path / "hints"), hint_bind="127.0.0.1:0"),
+                        newest_job=lambda: reads.append(1) or newest[0])
+    clock = Clock()
+    listener.budget = WakeBudget(rate=1.0, burst=20, clock=clock)
+
+    def fruitless() -> None:
+        send(listener, 1)
+        assert listener.wake(listener.sockets, ["default"], ()).claim
+        listener.settle(False)
+
+    try:
+        for _ in range(15):  # from the 11th on the budget is low: one read, then five charged wake-ups
+            fruitless()
+        assert listener.budget.tokens == pytest.approx(5) and len(reads) == 1
+        newest[0] += 5  # five jobs enqueued meanwhile
+        clock.now += 1.0  # a token back, and the next read is allowed
+        fruitless()  # the read: the five charged since the last one were the herd's
+        assert len(reads) == 2
+        assert listener.budget.tokens == pytest.approx(6 - 1 + 5)
+    finally:
+        listener.close()
