@@ -98,8 +98,13 @@ def send_many(level: str, event: str, context: dict[str, Any], keys: Sequence[st
     trailing = [f"{key}={_shown(value)}" for key, value in context.items() if value is not None and key in TRAILING]
     constant = [f"PRIORITY={PRIORITIES.get(level, 6)}", f"SYSLOG_IDENTIFIER={IDENTIFIER}", f"MYSQLQ_EVENT={event}",
                 *(f"{field_name(key)}={_field(value)}" for key, value in context.items() if value is not None)]
+    write = _sendv  # the binding's own, called directly: this loop is a batch's job lines
     for row in rows:
         shown = [f"{key}={_shown(value)}" for key, value in zip(keys, row, strict=True) if value is not None]
         message = " ".join([event, *leading, *shown, *trailing])
-        sendv(f"MESSAGE={message}", *constant,
-              *(f"{name}={_field(value)}" for name, value in zip(names, row, strict=True) if value is not None))
+        fields = (f"MESSAGE={message}", *constant,
+                  *(f"{name}={_field(value)}" for name, value in zip(names, row, strict=True) if value is not None))
+        try:
+            write(*fields)
+        except (UnicodeEncodeError, ConnectionRefusedError):
+            sendv(*fields)

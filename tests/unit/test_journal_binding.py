@@ -24,7 +24,7 @@ from mysqlq.core import logs
 logs.configure("journal", "info")
 log = logs.get_logger("mysqlq.worker").bind(worker="w1", batch_id=7)
 log.error("job.failed", job_id=7, handler="app.fails", exception=sys.argv[1])
-logs.log_many(log, "info", "job.done", ("job_id", "handler"), [(8, "app.a"), (9, "app.b")])
+logs.log_many(log, "info", "job.done", ("job_id", "handler"), [(8, "app.a"), (9, "app.\\udc80b")])
 log.info("job.done", job_id=10, result="y" * 600000)  # past the socket's send buffer: in a memfd
 log.info("job.done", job_id=11, path="lone \\udc80 surrogate")
 """
@@ -40,7 +40,7 @@ def test_a_real_journald_files_every_entry_with_its_fields(journald: PrivateJour
     assert failed["MESSAGE"] == f"job.failed job_id=7 handler=app.fails worker=w1 batch_id=7\n{TRACE}"
     assert failed["EXCEPTION"] == TRACE and failed["PRIORITY"] == "3" and failed["HANDLER"] == "app.fails"
     assert failed["_TRANSPORT"] == "journal" and failed["_PID"].isdigit()  # journald's own, from the socket
-    assert [by_job[job]["HANDLER"] for job in ("8", "9")] == ["app.a", "app.b"]
+    assert [by_job[job]["HANDLER"] for job in ("8", "9")] == ["app.a", "app.?b"]  # a batch's lines too
     assert by_job["8"]["MYSQLQ_EVENT"] == "job.done" and by_job["8"]["BATCH_ID"] == "7"
     assert by_job["10"]["RESULT"] == "y" * 600000
     assert by_job["11"]["PATH"] == "lone ? surrogate"
