@@ -9,16 +9,16 @@ STAMP  := $(VENV)/.installed
 # (private servers, test hosts, waiting), which the demo and the benchmark use too.
 LOCAL_PKGS := tests/handlers tests/harness scripts/handlers
 
-# Debian packages needed to build mysqlclient, to run mariadbd, the browser the dashboard tests
-# drive (Playwright talks to Debian's chromium; it never downloads a browser), and Galera with its
-# state-transfer tools for the cluster tests. (systemd's notifications and journal need no library:
-# mysqlq speaks both protocols itself.)
-DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev \
+# Debian packages needed to build mysqlclient and systemd-python (libsystemd-dev: the journal and
+# systemd's notifications through systemd's own binding), to run mariadbd, the browser the dashboard
+# tests drive (Playwright talks to Debian's chromium; it never downloads a browser), and Galera with
+# its state-transfer tools for the cluster tests.
+DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev libsystemd-dev \
                 mariadb-server mariadb-client systemd chromium \
                 galera-4 mariadb-backup socat
 # What the demo needs of them: the build tools, the server, and systemd for the private one its
 # workers run under (where it cannot run, they run in the foreground).
-DEMO_DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev \
+DEMO_DEB_PACKAGES := pkg-config gcc python3-dev python3-venv libmariadb-dev libsystemd-dev \
                      mariadb-server mariadb-client systemd
 
 # Use sudo for apt-get when not root (and sudo exists).

@@ -57,3 +57,13 @@ def test_systemd_python_is_a_linux_dependency_and_the_one_writer_of_journal_and_
 def test_the_docs_list_the_promise() -> None:
     nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     assert "Versioning and compatibility: versioning.md" in nav and "Installing: installing.md" in nav
+
+
+def test_the_producer_only_install_names_every_other_dependency() -> None:
+    """*Installing*'s ``pip install --no-deps`` line for an image without systemd's binding installs
+    what pyproject.toml lists, all but the binding."""
+    page = (REPO / "docs" / "installing.md").read_text(encoding="utf-8")
+    line = " ".join(page[page.index("pip install --no-deps mysqlq"):].split("```")[0].replace("\\\n", " ").split())
+    named = sorted(re.findall(r"'([^']+)'", line))
+    wanted = sorted(d for d in PROJECT["dependencies"] if not d.startswith("systemd-python"))
+    assert named == wanted
