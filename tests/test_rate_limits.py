@@ -67,6 +67,52 @@ def test_four_workers_hold_one_key_to_50_a_second_and_reach_it(qdb: QueueDB) -> 
     assert "job.rate_limited" in qdb.logs()
 
 
+def entries(qdb: QueueDB) -> list[float]:
+    """When test.rated's handler was entered, by its own clock (time.time()), every run counted:
+    a job run twice (its worker killed) called its API twice."""
+    return sorted(float(words[4]) for words in qdb.records() if words[2:3] == ["rated"])
+
+
+def most_entered_in_a_window(times: list[float], period: float) -> int:
+    return most_in_a_window([datetime.datetime.fromtimestamp(at) for at in times], period)
+
+
+def drain_at_the_handlers_clock(qdb: QueueDB, jobs: int, per_second: int, kills: int = 0) -> list[float]:
+    """Four workers of default slots drain ``jobs`` of test.rated held to ``per_second``; ``kills``
+    times meanwhile one of them is killed with -9 and another started. The handler's entry times."""
+    if per_second != 50:  # its code says 50/s
+        qdb.cli("limits", "set", "--handler", "test.rated", f"{per_second}/s", check=True)
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.rated") for _ in range(jobs)])
+    options = ("--heartbeat-interval", "0.5", "--lease", "3") if kills else ()
+    workers = [qdb.worker(*options, "--name", f"h{index}") for index in range(4)]
+    for kill in range(kills):
+        qdb.wait_for(lambda kill=kill: len(qdb.records()) > jobs * (kill + 1) // (kills + 2), timeout=120,
+                     what="the drain to go on")
+        workers.pop(0).kill()  # kill -9: its jobs in hand, admitted or running, go back by their lease
+        workers.append(qdb.worker(*options, "--name", f"h{4 + kill}"))
+    qdb.wait_done(jobs, timeout=180)
+    return entries(qdb)
+
+
+@pytest.mark.parametrize(("jobs", "per_second"), [(600, 50), (1200, 40)])
+def test_the_handler_sees_at_most_the_limit_in_any_second_and_nearly_the_limit(
+        qdb: QueueDB, jobs: int, per_second: int) -> None:
+    # What a user limits is the calls their handler makes to someone else's API, which counts them
+    # as they arrive: the handler's own clock at entry, not the admission's stamp, is the measure.
+    times = drain_at_the_handlers_clock(qdb, jobs, per_second)
+    assert len(times) == jobs
+    assert most_entered_in_a_window(times, 1.0) <= per_second
+    rate = (jobs - per_second) / (times[-1] - times[per_second - 1])  # past the first second's burst
+    assert rate >= 0.93 * per_second, rate
+
+
+def test_the_handler_sees_at_most_the_limit_while_workers_are_killed(qdb: QueueDB) -> None:
+    times = drain_at_the_handlers_clock(qdb, 600, 50, kills=2)
+    assert len(times) >= 600  # a job whose worker died while it ran ran again: both calls count
+    assert most_entered_in_a_window(times, 1.0) <= 50
+
+
 def test_a_hundred_keys_each_held_to_5_a_second(qdb: QueueDB) -> None:
     keys, each = 100, 12
     with qdb.producer() as producer:
@@ -208,9 +254,11 @@ def test_a_job_whose_turn_comes_within_moments_stays_claimed_and_starts_then(qdb
     try:
         with conn.cursor() as cur:
             assert claims.claim_update(cur, "default", 7, 1, "w", 60, 2) == 2
-            held = rates.admit(cur, 7, [rates.Limited(job, bucket, limit) for job in (first, second)], hold=1.0)
-            assert held.admitted == {first} and not held.deferred and set(held.held) == {second}
-            assert 0 < held.held[second] <= 0.5
+            admitted = rates.admit(cur, 7, [rates.Limited(first, bucket, limit)], hold=1.0)
+            assert admitted.admitted == {first}
+            held = rates.admit(cur, 7, [rates.Limited(second, bucket, limit)], hold=1.0)
+            assert not held.admitted and not held.deferred and set(held.held) == {second}
+            assert 0 < held.held[second] <= limit.counted.period  # its period and the grace after the first
             assert qdb.query("SELECT status, running_batch FROM mysqlq_jobs WHERE id = %s", (second,)) == [
                 ("running", 7)]
             waiting = "SELECT COUNT(*) FROM mysqlq_rate_waiting WHERE job_id = %s"

@@ -24,6 +24,14 @@ MAX_KEY = 150  # characters of a rate key kept in a bucket's name; a longer one 
 # turn: one promotion, claim and admission for the lot instead of one each (each starts at most this
 # much after its own turn; the limit is unaffected, it is counted at admission).
 TURN_SPAN = 0.05  # seconds
+# A job admitted under a rate limit has its handler entered within its grace of the admission's
+# stamp, or not at all (it goes back to the queue, its start still counted), and admission counts
+# each start over its period and that grace: so no window of the period holds more than N entries
+# into the handler, however late within the grace each came. A fortieth of the period, from 10 to
+# 25 ms: the rate a limit reaches is period / (period + grace) of it at most.
+GRACE_SHARE = 0.025
+MIN_GRACE = 0.01  # seconds
+MAX_GRACE = 0.025  # seconds
 _RATE = re.compile(r"\s*(\d+)\s*/\s*(\S+)\s*")
 
 
@@ -42,6 +50,16 @@ class RateLimit:
     def spacing(self) -> float:
         """Seconds between two starts at the limit's steady rate."""
         return self.period / self.starts
+
+    @property
+    def grace(self) -> float:
+        """Seconds after its admission within which a job's handler is entered, or not at all."""
+        return min(MAX_GRACE, max(MIN_GRACE, self.period * GRACE_SHARE))
+
+    @property
+    def counted(self) -> RateLimit:
+        """The limit as admission counts starts: at most N in any window of the period and the grace."""
+        return RateLimit(self.starts, self.period + self.grace)
 
 
 def parse_rate(text: str | RateLimit, what: str = "rate limit") -> RateLimit:

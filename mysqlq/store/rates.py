@@ -6,12 +6,15 @@ waiting jobs of a bucket change one transaction at a time whoever changes them; 
 all of them at once, in a dozen statements. Every start is stamped with the server's clock
 (``NOW(6)``, read under those locks), which makes the limit exact: a job is admitted only while
 fewer than N starts of its bucket lie in the window ending now, so no window of the period's length
-ever holds more than N. Which jobs start and when the others come back is mysqlq.core.rates.plan_turns.
+ever holds more than N. A window is the period and the grace within which an admitted job's handler
+is entered (RateLimit.counted), so that holds for the handlers' entries too. Which jobs start and
+when the others come back is mysqlq.core.rates.plan_turns.
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,12 +42,14 @@ class Limited:
 class RateAdmission:
     """What admission did with a batch's limited jobs: may start now, set aside until a time (seconds
     from now, by job), held (their turn comes within the hold: still claimed, to be admitted again
-    then; seconds from now, by job), or no longer ours."""
+    then; seconds from now, by job), or no longer ours; ``stamped``: the worker's monotonic time just
+    before the server read the clock it stamped the starts with (no later than their stamp)."""
 
     admitted: set[int] = field(default_factory=set)
     deferred: dict[int, float] = field(default_factory=dict)
     held: dict[int, float] = field(default_factory=dict)
     lost: list[int] = field(default_factory=list)
+    stamped: float = 0.0
 
 
 def _rows(name: str, rows: Sequence[Sequence[Any]]) -> str:
@@ -59,8 +64,10 @@ def _marks(count: int) -> str:
 def admit(cur: Cursor, batch_id: int, limited: Sequence[Limited], hold: float = 0.0) -> RateAdmission:
     """In one transaction, for a just-claimed batch: each limited job still ours starts now if its
     bucket has room and no job waits ahead of it, or is set aside as a scheduled job until its turn;
-    one whose turn comes within ``hold`` seconds stays claimed (in the waiting list like the others),
-    for its worker to admit again then. A dozen statements, whatever the number of buckets and jobs
+    when none starts now, one whose turn comes within ``hold`` seconds stays claimed (in the waiting
+    list like the others), for its worker to admit again then (a job admitted now must not wait for
+    it: its handler is entered within its limit's grace or not at all). Starts are counted over their
+    limit's period and grace (RateLimit.counted). A dozen statements, whatever the number of buckets and jobs
     (one per bucket only to read the oldest starts of a bucket whose window is full)."""
     by_bucket: dict[str, list[Limited]] = {}
     for job in sorted(limited, key=lambda job: job.job_id):
@@ -100,7 +107,7 @@ def _admit_buckets(cur: Cursor, batch_id: int, live: dict[str, list[Limited]], r
     ids = [job.job_id for bucket in names for job in live[bucket]]
     states = _states(cur, live, ids)
     now = states[names[0]].now  # one statement's NOW(6), read under every bucket's lock
-    keep = max([KEPT, *(jobs[0].limit.period for jobs in live.values())])
+    keep = max([KEPT, *(jobs[0].limit.counted.period for jobs in live.values())])
     cur.execute(query("forget_starts").replace("{buckets}", _marks(len(names))),
                 [*names, now, round(keep * 1e6)])
     pairs = [(bucket, job.job_id) for bucket in names for job in live[bucket]]
@@ -111,7 +118,7 @@ def _admit_buckets(cur: Cursor, batch_id: int, live: dict[str, list[Limited]], r
     waiting: list[tuple[str, int]] = []
     tails: dict[str, datetime.datetime] = {}
     for bucket in names:
-        limit, state = live[bucket][0].limit, states[bucket]
+        limit, state = live[bucket][0].limit.counted, states[bucket]
         bucket_ids = [job.job_id for job in live[bucket]]
         starts = [state.oldest] if state.oldest is not None else []
         passing = min(state.count, state.count + len(bucket_ids) - limit.starts)  # starts these may wait for
@@ -127,24 +134,28 @@ def _admit_buckets(cur: Cursor, batch_id: int, live: dict[str, list[Limited]], r
         if turns.next_at is not None:
             tails[bucket] = turns.next_at
     waits = {job_id: max(0.0, (at - now).total_seconds()) for job_id, at in deferred.items()}
-    result.held.update((job_id, wait) for job_id, wait in waits.items() if wait <= hold)
+    if not admitted:
+        result.held.update((job_id, wait) for job_id, wait in waits.items() if wait <= hold)
     deferred = {job_id: at for job_id, at in deferred.items() if job_id not in result.held}
     if deferred:
         _set_aside(cur, batch_id, deferred)
         result.deferred.update((job_id, waits[job_id]) for job_id in deferred)
-    if admitted:
-        stamped = [(bucket, now, job_id) for bucket, job_id in admitted]
-        cur.execute(_rows("record_starts", stamped), [value for row in stamped for value in row])
-        execute_in(cur, "restamp_started", [job_id for _, job_id in admitted], before=(now, batch_id))
-        back_now = [pair for pair in admitted if pair in returning]
-        if back_now:
-            _pairs(cur, "stop_waiting", back_now)
-        result.admitted.update(job_id for _, job_id in admitted)
     if waiting:
         cur.execute(_rows("add_waiting", waiting), [value for pair in waiting for value in pair])
         cur.execute(query("set_next_at").replace("{turns}", " ".join(["WHEN %s THEN %s"] * len(tails)))
                     .replace("{buckets}", _marks(len(tails))),
                     [*(value for bucket in sorted(tails) for value in (bucket, tails[bucket])), *sorted(tails)])
+    if admitted:  # last, and stamped as late as it can be: the handlers' grace runs from the stamp
+        back_now = [pair for pair in admitted if pair in returning]
+        if back_now:
+            _pairs(cur, "stop_waiting", back_now)
+        result.stamped = time.monotonic()  # before the server reads its clock for the stamp
+        execute(cur, "start_stamp")
+        stamp = cur.fetchone()[0]  # no later than commit: still under the buckets' locks, so no start came between
+        stamped = [(bucket, stamp, job_id) for bucket, job_id in admitted]
+        cur.execute(_rows("record_starts", stamped), [value for row in stamped for value in row])
+        execute_in(cur, "restamp_started", [job_id for _, job_id in admitted], before=(stamp, batch_id))
+        result.admitted.update(job_id for _, job_id in admitted)
 
 
 def _pairs(cur: Cursor, name: str, pairs: Sequence[tuple[str, int]]) -> None:
@@ -158,7 +169,7 @@ def _pairs(cur: Cursor, name: str, pairs: Sequence[tuple[str, int]]) -> None:
 def _states(cur: Cursor, live: dict[str, list[Limited]], ids: list[int]) -> dict[str, _State]:
     """Every bucket's state in one statement (their rows are locked, so it is theirs until commit)."""
     names = sorted(live)
-    periods = [value for bucket in names for value in (bucket, round(live[bucket][0].limit.period * 1e6))]
+    periods = [value for bucket in names for value in (bucket, round(live[bucket][0].limit.counted.period * 1e6))]
     sql = (expand("bucket_states", len(ids)).replace("{periods}", " ".join(["WHEN %s THEN %s"] * len(names)))
            .replace("{buckets}", _marks(len(names))))
     cur.execute(sql, [*periods, *periods, *ids, *names])

@@ -118,6 +118,9 @@ class Keeper:
                 batch.log.warning("job.returned_late", job_id=running.job.id, handler=running.job.handler,
                                   duration=outcome.duration)
                 continue
+            if outcome.kind == "late":
+                self._late(batch, [running.job])
+                continue
             self.pace.observe(running.job, outcome.duration)
             if outcome.kind == "release" and running.job.id not in self.cancels.requested:
                 self.slots.drop_connection(running.slot)
@@ -150,13 +153,14 @@ class Keeper:
         # here in one call (Runner.run_here) with its duration tallied for the batch, not per job.
         slots, leases, runner, specs, stop = self.slots, self.leases, self.runner, self.runner.specs, self.stop
         on_main, run_here, monotonic, record = self._on_main, runner.run_here, time.monotonic, self.batches.record
-        inline_all, requested = self.inline_all, self.cancels.requested
+        inline_all, requested, enter_by = self.inline_all, self.cancels.requested, runner.enter_by
         until = monotonic() + INLINE_TURN
         for batch in self.batches.values():
             jobs, batch_id, buffer = batch.jobs, batch.batch_id, batch.buffer
             add_done = buffer.add_done
             safe_until = leases.safe_until(batch_id)
             tally = RunTally()
+            late: list[ClaimedJob] = []  # admitted under a rate limit, and their grace ran out before their turn here
             # The handler of the last job run here, known to be quick and plain (None: none yet).
             quick: str | None = None
             quick_spec = UNSET
@@ -177,6 +181,14 @@ class Keeper:
                         buffer.add(job, cancelled_before_start())
                         continue
                     handler = job.handler
+                    if enter_by and job.id in enter_by:  # admitted under a rate limit: entered in time, or not
+                        if enter_by[job.id] < now:
+                            del enter_by[job.id]
+                            late.append(job)
+                            continue
+                        if not self._start(batch, job):
+                            break
+                        continue
                     if handler != quick:  # else the same handler as the last job run here
                         spec = specs.get(handler)
                         if (spec is None or spec.transactional or runner.spans is not None
@@ -196,6 +208,8 @@ class Keeper:
                     return
             finally:
                 self.pace.tallied(tally)
+                if late:
+                    self._late(batch, late)
 
     def _start(self, batch: Batch, job: ClaimedJob) -> bool:
         """Start a job that is not a known quick plain one: its outcome at once when it cannot start,
@@ -237,6 +251,9 @@ class Keeper:
             outcome = Outcome("release", 0.0, describe(exc))
         else:
             outcome = self.runner.call(prepared, batch.batch_id, conn, alarm=True)
+        if outcome.kind == "late":
+            self._late(batch, [job])
+            return True
         if not self.inline_all:  # durations size claims and pick the main thread only with several slots
             self.pace.observe(job, outcome.duration)
         if outcome.kind == "release" and job.id not in self.cancels.requested:
@@ -245,6 +262,14 @@ class Keeper:
             return False
         self.batches.record(batch, job, outcome)
         return True
+
+    def _late(self, batch: Batch, jobs: list[ClaimedJob]) -> None:
+        """Jobs admitted under a rate limit whose handler was not entered within the grace: back to
+        the queue unspent, their starts still counted (mysqlq.core.rates.RateLimit.grace)."""
+        for job in jobs:
+            batch.log.info("job.rate_late", job_id=job.id, handler=job.handler,
+                           note="not started within its rate limit's grace after admission; back to the queue")
+        self.batches.release(batch, jobs)
 
     def _interrupted(self, batch: Batch, job: ClaimedJob, outcome: Outcome) -> None:
         """The database failed under a transactional handler: give this job and the rest of its

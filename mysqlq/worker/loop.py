@@ -69,7 +69,7 @@ class Worker:
         alarm = runner.alarm
         self.notifier = Notifier(job_deadline=lambda: alarm.deadline)  # feeds the watchdog while a job runs here
         self.limits = Limits(runner.registry, self.db, self.log)  # jobs with a concurrency key
-        self.rates = Rates(runner.registry, self.db, self.log)  # jobs with a rate limit
+        self.rates = Rates(runner.registry, self.db, self.log, runner.enter_by)  # jobs with a rate limit
         self.leases = Leases(settings.lease, settings.heartbeat_interval)
         self.stop = StopFlag()
         self.batches = Batches(settings, self.db, self.log, self.leases, self.cancels, self.limits, self.report,
@@ -206,6 +206,7 @@ class Worker:
             pass
         self.batches.release_unstarted()  # what a signal during the last turn left unstarted
         self.batches.write(final_only=True)
+        self.rates.log_set_aside()
         if keeper.stuck is not None:
             self.log.error("worker.exit_stuck", job_id=keeper.stuck.job.id, exit_code=EXIT_STUCK)
             return EXIT_STUCK
@@ -219,6 +220,7 @@ class Worker:
         lookout = self.lookout
         ending = self.stopping or keeper.stuck is not None
         keeper.turn(starting=not ending)
+        self._log_set_aside()
         self._take_news()
         ending = self.stopping or keeper.stuck is not None  # the turn may have found a stuck job
         self._report()
@@ -248,6 +250,12 @@ class Worker:
         self._wait()
         return True
 
+    def _log_set_aside(self) -> None:
+        """Log the jobs set aside for their rate limit once no claimed job waits to start: a claim
+        sets hundreds aside, and their lines must not use up the grace of the jobs it admitted."""
+        if self.rates.unlogged and not self.batches.unstarted:
+            self.rates.log_set_aside()
+
     def _take_news(self) -> None:
         """What the writes found: a retry coming due, queues that gained ready jobs."""
         news = self.batches.take_news()
@@ -275,11 +283,15 @@ class Worker:
         if claim.due_in is not None:  # jobs set aside for their rate limit: promote the first in its turn
             lookout.due_in(claim.due_in)
         if not jobs:
+            self._log_set_aside()
             return claim.set_aside
         spans = keeper.runner.spans
         if spans is not None:
             spans.claimed(jobs, claim.batch_id, claim.claimed_at)
         keeper.add(claim, unsized=average is None)
+        if keeper.runner.enter_by:  # jobs admitted under a rate limit: started now, within their grace
+            keeper.dispatch()
+        self._log_set_aside()
         self._report()
         return True
 

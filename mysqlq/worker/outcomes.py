@@ -21,9 +21,10 @@ MAX_ERROR_CHARS = 60_000
 # What became of a job: ``done``; ``failed`` (retried while attempts are left); ``dead`` (never
 # retried); ``cancelled`` (its row is final already); ``snoozed`` (its handler asked to run again
 # later: no attempt spent, dead past the worker's --max-snoozes); and two of the worker's own: ``lost`` (a
-# transactional completion fenced out: another worker owns the job) and ``release`` (the database
-# failed under it: the job goes back unspent).
-Kind: TypeAlias = Literal["done", "failed", "dead", "cancelled", "snoozed", "lost", "release"]
+# transactional completion fenced out: another worker owns the job), ``release`` (the database
+# failed under it: the job goes back unspent) and ``late`` (admitted under a rate limit, its handler
+# not entered within the grace: not run, the job goes back unspent alone).
+Kind: TypeAlias = Literal["done", "failed", "dead", "cancelled", "snoozed", "lost", "release", "late"]
 
 
 @dataclass(slots=True)

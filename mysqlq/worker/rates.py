@@ -8,8 +8,10 @@ when the handler gives a ``rate_key`` function of the payload; or the queue's.
 
 Like concurrency limits, the worker applies them right after a claim, before the jobs start: a job
 over its limit is not started; it waits as a scheduled job until its turn (its attempt refunded), in
-order within its bucket, and becomes ready then without anyone polling for it. Jobs without a limit
-pay one dictionary look-up each, in Python.
+order within its bucket, and becomes ready then without anyone polling for it. A job admitted has
+its handler entered within its limit's grace of the admission, or goes back to the queue unrun (the
+keeper sees to it, from the time kept in ``enter_by``), so the limit holds as the handler's own clock
+sees its calls too. Jobs without a limit pay one dictionary look-up each, in Python.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import heapq
 import time
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from mysqlq.core.errors import HandlerLoadError, HandlerNotFound
 from mysqlq.core.handlers import Registry, declared_rate_limit
@@ -29,12 +31,13 @@ from mysqlq.store.db import Database
 
 _NONE = (None, None)
 TURNS_KEPT = 10_000  # turns a worker remembers to promote; past that, its polls find the rest
+ENTRIES_KEPT = 10_000  # admitted jobs whose entry time is kept before those long past are forgotten
 
 
 class Rates:
     """A worker's side of rate limits: admitting what it claims, and the operators' limits it keeps."""
 
-    def __init__(self, registry: Registry, db: Database, log: Log) -> None:
+    def __init__(self, registry: Registry, db: Database, log: Log, enter_by: dict[int, float] | None = None) -> None:
         self.registry = registry
         self.db = db
         self.log = log
@@ -43,6 +46,9 @@ class Rates:
         self.changed: str | None = None  # how many limits operators set and their newest change, as last read
         self.soonest: float | None = None  # seconds until the next job set aside comes due (the last admission)
         self.turns: list[float] = []  # a heap: when (monotonic) jobs this worker set aside come due
+        # By job admitted: when (monotonic) its handler must be entered at the latest (the runner's).
+        self.enter_by = enter_by if enter_by is not None else {}
+        self.unlogged: list[tuple[int, int, store.Limited, float]] = []  # set aside: logged once the admitted start
 
     # ---------------------------------------------------------------- which limit
 
@@ -93,12 +99,11 @@ class Rates:
                 limited.append(store.Limited(job.id, found[0], found[1]))
         if not limited:
             return jobs
-        result = self._admit(batch_id, limited)
-        buckets = {entry.job_id: entry for entry in limited}
-        for job_id, seconds in sorted(result.deferred.items()):
-            entry = buckets[job_id]
-            self.log.info("job.rate_limited", job_id=job_id, batch_id=batch_id, bucket=entry.bucket,
-                          rate_limit=str(entry.limit), starts_in=round(seconds, 3))
+        admission = self._admit(batch_id, limited)
+        result, buckets = admission.result, {entry.job_id: entry for entry in limited}
+        self._enter_by(admission.stamped, buckets)
+        self.unlogged += [(job_id, batch_id, buckets[job_id], seconds)
+                          for job_id, seconds in sorted(result.deferred.items())]
         for job_id in result.lost:
             self.log.warning("job.claim_lost", job_id=job_id, batch_id=batch_id,
                              note="another worker took the claim over before it started; not run")
@@ -107,12 +112,21 @@ class Rates:
             self._remember(set(result.deferred.values()))
         return [job for job in jobs if job.id not in buckets or job.id in result.admitted]
 
-    def _admit(self, batch_id: int, limited: list[store.Limited]) -> store.RateAdmission:
+    def log_set_aside(self) -> None:
+        """Log the jobs the last admissions set aside; after the jobs admitted have started (their
+        handlers are entered within the grace; a claim of hundreds would spend it on log lines)."""
+        for job_id, batch_id, entry, seconds in self.unlogged:
+            self.log.info("job.rate_limited", job_id=job_id, batch_id=batch_id, bucket=entry.bucket,
+                          rate_limit=str(entry.limit), starts_in=round(seconds, 3))
+        self.unlogged = []
+
+    def _admit(self, batch_id: int, limited: list[store.Limited]) -> _Admitted:
         """Admit in the database; a job whose turn comes within TURN_SPAN is held, claimed, and admitted
         again at its turn, here (twice at most, then set aside): its round trip through the queue (set
         aside, promoted, claimed again) would bring it back later than its turn, when jobs that came
         back meanwhile may have taken its place, and it would go round again."""
         result = self.db.run(partial(store.admit, batch_id=batch_id, limited=limited, hold=TURN_SPAN))
+        admitted = _Admitted(result, {job_id: result.stamped for job_id in result.admitted})
         for hold in (TURN_SPAN, 0.0):
             if not result.held:
                 break
@@ -123,7 +137,19 @@ class Rates:
             result.deferred.update(later.deferred)
             result.lost += later.lost
             result.held = later.held
-        return result
+            admitted.stamped.update((job_id, later.stamped) for job_id in later.admitted)
+        return admitted
+
+    def _enter_by(self, stamped: dict[int, float], buckets: dict[int, store.Limited]) -> None:
+        """Keep by when each admitted job's handler must be entered: its admission's stamp (the
+        worker's time just before it) and its limit's grace."""
+        enter_by = self.enter_by
+        if len(enter_by) >= ENTRIES_KEPT:  # jobs admitted, then given back or cancelled unstarted
+            now = time.monotonic()
+            for job_id in [job_id for job_id, by in enter_by.items() if by < now]:
+                del enter_by[job_id]
+        for job_id, at in stamped.items():
+            enter_by[job_id] = at + buckets[job_id].limit.grace
 
     def _remember(self, turns: set[float]) -> None:
         now = time.monotonic()
@@ -140,6 +166,13 @@ class Rates:
         while turns and turns[0] <= now:
             heapq.heappop(turns)
         return turns[0] - now if turns else None
+
+
+class _Admitted(NamedTuple):
+    """An admission's outcome over its rounds, and each admitted job's stamp (the worker's time)."""
+
+    result: store.RateAdmission
+    stamped: dict[int, float]
 
 
 def _key(key_of: Any, job: ClaimedJob) -> str | None:

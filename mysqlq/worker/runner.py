@@ -134,6 +134,15 @@ class Prepared:
     transactional: bool
     is_async: bool
     started: float
+    enter_by: float | None = None  # admitted under a rate limit: its handler is entered by then (monotonic), or not
+
+
+def late(prepared: Prepared) -> Outcome | None:
+    """The ``late`` outcome of a job admitted under a rate limit whose handler would be entered past
+    its grace (mysqlq.core.rates.RateLimit.grace); None when it may be entered now."""
+    if prepared.enter_by is None or time.monotonic() <= prepared.enter_by:
+        return None
+    return Outcome("late", 0.0, "not started within its rate limit's grace after its admission; not run")
 
 
 class Runner:
@@ -150,6 +159,8 @@ class Runner:
         # What every job's context shares.
         self.shared = WorkerShared(settings.worker_name, log, self.read_parents, progress)
         self.specs: dict[str, HandlerSpec] = {}
+        # Jobs admitted under a rate limit (mysqlq.worker.rates): by when their handler must be entered.
+        self.enter_by: dict[int, float] = {}
         load_decoder()  # its import is not the first job's time either
         self.default_limit = settings.time_limit
         # The jobs' spans when this process traces (mysqlq.worker.tracing); looked for again when a
@@ -189,7 +200,8 @@ class Runner:
             started = time.monotonic()
         limit = self.limit(job, spec)
         func = spec.func if self.spans is None else self.spans.wrap(job, spec.func, spec.is_async, limit)
-        return Prepared(job, func, payload, limit, spec.transactional, spec.is_async, started)
+        enter_by = self.enter_by.pop(job.id, None) if self.enter_by else None
+        return Prepared(job, func, payload, limit, spec.transactional, spec.is_async, started, enter_by)
 
     def limit(self, job: ClaimedJob, spec: HandlerSpec) -> float:
         """A job's time limit: its own, else its handler's declared one, else the worker's default."""
@@ -216,6 +228,8 @@ class Runner:
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
         """Call a prepared ``def`` handler (in its transaction when it is transactional); with ``alarm``,
         SIGALRM ends it at its limit (main thread only)."""
+        if prepared.enter_by is not None and (too_late := late(prepared)) is not None:
+            return too_late
         ctx = self.context(prepared, conn)
         self.cancels.started(prepared.job.id, ctx)
         if prepared.transactional:
@@ -263,6 +277,8 @@ class Runner:
         """Await an ``async def`` handler, cancelled at its time limit (or when its job is cancelled)."""
         import asyncio  # loaded already: this runs on an event loop
 
+        if prepared.enter_by is not None and (too_late := late(prepared)) is not None:
+            return too_late
         ctx = self.context(prepared, conn)
         task, loop = asyncio.current_task(), asyncio.get_running_loop()
         if task is not None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
+
 from mysqlq.core.rates import RateLimit, plan_turns
 
 NOW = datetime.datetime(2026, 11, 27, 1, 0, 0)
@@ -61,3 +63,11 @@ def test_no_job_comes_due_before_a_job_of_lower_id() -> None:
     assert turns.deferred[2] == NOW + ms(600)
     assert turns.deferred[4] >= turns.deferred[2]
     assert sorted(turns.deferred, key=lambda job: (turns.deferred[job], job)) == [2, 4]
+
+
+def test_each_start_counts_over_its_period_and_the_grace_its_handler_is_entered_within() -> None:
+    # A fortieth of the period, from 10 ms to 25 ms: a limit reaches period / (period + grace) of itself.
+    assert RateLimit(50, 1.0).grace == 0.025 and RateLimit(50, 1.0).counted == RateLimit(50, 1.025)
+    assert RateLimit(5, 0.8).grace == pytest.approx(0.02)
+    assert RateLimit(20, 0.1).grace == 0.01 and RateLimit(1, 0.001).grace == 0.01
+    assert RateLimit(100, 3600.0).grace == 0.025

@@ -48,6 +48,11 @@ SELECT bucket, job_id FROM mysqlq_rate_waiting
 -- reaper cannot hand them to another worker before the admission commits (the fence).
 SELECT id FROM mysqlq_jobs WHERE running_batch = %s AND id IN ({ids}) FOR UPDATE;
 
+-- name: start_stamp
+-- The time admitted jobs start at, read last in the admission, under the buckets' locks (so no start
+-- came since their state was read): their handlers are entered within the grace from it.
+SELECT NOW(6);
+
 -- name: record_starts
 -- Admitted jobs start now: their starts count in the bucket's window.
 INSERT INTO mysqlq_rate_starts (bucket, started_at, job_id) VALUES {rows};

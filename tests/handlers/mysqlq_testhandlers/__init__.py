@@ -328,8 +328,10 @@ def _runs(job_id: int, word: str) -> int:
 
 @mysqlq.handler(rate_limit="50/s")
 def rated(payload: Any, ctx: mysqlq.JobContext) -> None:
-    """At most 50 start in any second, across every worker: record the run (and take a few ms)."""
-    _append(f"{ctx.job_id} {ctx.attempt} rated {os.getpid()}")
+    """At most 50 start in any second, across every worker: record the run with the handler's own
+    clock at entry, as the API it calls would count it (and take a few ms)."""
+    entered = time.time()
+    _append(f"{ctx.job_id} {ctx.attempt} rated {os.getpid()} {entered:.6f}")
     time.sleep(float(payload.get("sleep", 0.002)) if isinstance(payload, dict) else 0.002)
 
 

@@ -1,0 +1,24 @@
+"""A job admitted under a rate limit has its handler entered within its grace, or is not run: the
+worker's runner checks the time kept for it just before the call (mysqlq.worker.runner.late)."""
+
+from __future__ import annotations
+
+import time
+
+from mysqlq.core.jobs import ClaimedJob
+from mysqlq.worker.runner import Prepared, late
+
+
+def prepared(enter_by: float | None) -> Prepared:
+    job = ClaimedJob(1, "default", "h", b"{}", 1, 3, None)
+    return Prepared(job, lambda payload, ctx: None, {}, 5.0, False, False, time.monotonic(), enter_by)
+
+
+def test_a_job_past_its_grace_is_late_and_not_run() -> None:
+    outcome = late(prepared(time.monotonic() - 0.001))
+    assert outcome is not None and outcome.kind == "late" and "grace" in (outcome.error or "")
+
+
+def test_a_job_within_its_grace_or_without_a_limit_runs() -> None:
+    assert late(prepared(time.monotonic() + 1.0)) is None
+    assert late(prepared(None)) is None
