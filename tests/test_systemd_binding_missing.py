@@ -1,8 +1,8 @@
 """Where systemd's binding (systemd-python) cannot be imported (macOS, an install with ``--no-deps``, a
 musl image; here, a sitecustomize hides it): a producer, the CLI and a worker in the foreground work as
-anywhere; a worker started by systemd (NOTIFY_SOCKET or JOURNAL_STREAM set) stops at once, before it
-tells systemd anything, with one line naming what to install; ``mysqlq install-systemd`` refuses with
-the same line before it writes a unit."""
+anywhere; a worker started by systemd (NOTIFY_SOCKET set, or a JOURNAL_STREAM naming its stderr) stops
+at once, before it tells systemd anything, with one line naming what to install; ``mysqlq
+install-systemd`` refuses with the same line before it writes a unit."""
 
 from __future__ import annotations
 
@@ -61,8 +61,11 @@ def test_a_producer_and_the_cli_work_without_it(qdb: QueueDB, hidden: dict[str, 
     assert (asked.returncode, asked.stderr.splitlines()) == (1, [LINE])
 
 
-def test_a_worker_in_the_foreground_runs_jobs_without_it(qdb: QueueDB, hidden: dict[str, str]) -> None:
-    env = qdb.env(**hidden)
+@pytest.mark.parametrize("inherited", [False, True])
+def test_a_worker_in_the_foreground_runs_jobs_without_it(qdb: QueueDB, hidden: dict[str, str], inherited: bool) -> None:
+    """Also with a JOURNAL_STREAM that names another stream than its stderr, as a shell inherits one
+    from a terminal that runs as a systemd user service."""
+    env = qdb.env(**hidden, MYSQLQ_LOG_FORMAT="auto", **({"JOURNAL_STREAM": "8:12345"} if inherited else {}))
     for tag in ("one", "two"):
         assert run([MYSQLQ, "enqueue", "test.record", f'{{"tag": "{tag}"}}'], env).returncode == 0
     worker = run([MYSQLQ, "worker", "--burst"], env)

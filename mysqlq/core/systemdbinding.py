@@ -11,7 +11,6 @@ musl image) they work without; a worker started by systemd without it stops at o
 from __future__ import annotations
 
 import functools
-import os
 
 from mysqlq.core.errors import MysqlqError
 
@@ -30,19 +29,7 @@ def available() -> bool:
     return True
 
 
-def under_systemd() -> bool:
-    """True when systemd started this process as a service: it gave it a notification socket or a
-    journal stream."""
-    return bool(os.environ.get("NOTIFY_SOCKET") or os.environ.get("JOURNAL_STREAM"))
-
-
 def require() -> None:
     """Raise :data:`MISSING` (one line, for the CLI) when the binding cannot be imported."""
     if not available():
         raise MysqlqError(MISSING)
-
-
-def require_under_systemd() -> None:
-    """:func:`require`, for a process systemd started; nothing outside systemd."""
-    if under_systemd():
-        require()

@@ -52,7 +52,8 @@ class Worker:
     """A long-running consumer of one or more queues. ``run()`` returns the process exit code."""
 
     def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
-        systemdbinding.require_under_systemd()  # at once: not after systemd's start timeout without READY=1
+        if os.environ.get("NOTIFY_SOCKET") or logs.stderr_is_journal():  # started by systemd: say at once
+            systemdbinding.require()  # what is missing, not after systemd's start timeout without READY=1
         self.settings = settings
         self.log = logs.get_logger("mysqlq.worker").bind(worker=settings.worker_name)
         self.stop_requested_at: float | None = None
