@@ -22,7 +22,8 @@ from mysqlq.hint.local import MAX_DATAGRAMS, LocalListener
 from mysqlq.hint.wire import ANY_QUEUE, POLL_NOW, Hint, Rejected, Verifier, new_key
 
 RECEIVE_BUFFER = 1 << 18  # room for bursts of hints while the worker is busy
-LOOK_EVERY = 1.0  # seconds between two reads of the newest job id (a flood must not make each wake-up two statements)
+EMPTY_READS = 3  # reads of the newest job id in a row that found no job enqueued: a flood, not a herd ...
+LOOK_EVERY = 1.0  # ... and then one read per this many seconds (a flood must not make each wake-up two statements)
 
 
 @dataclass
@@ -45,8 +46,9 @@ class Listener:
         self.newest_job = newest_job
         self._arrivals = 0  # jobs enqueued that no fruitless wake-up has been excused by yet
         self._newest: int | None = None
+        self._empty_reads = 0  # reads in a row that found no job enqueued
         self._look_at = 0.0  # the budget's clock: when the newest job id may be read again
-        self._unexcused = 0  # fruitless wake-ups charged since that read
+        self._unexcused = 0  # fruitless wake-ups charged since the last read
         self.local: LocalListener | None = None
         try:
             self.local = LocalListener(settings)
@@ -147,31 +149,41 @@ class Listener:
     def _herd(self) -> bool:
         """Was a wake-up that found nothing one of a herd? With tokens to spare it is not asked (the
         wake-ups that find work pay for most of the herd, see WakeBudget.found). Else: it was if jobs
-        were enqueued that no other fruitless wake-up was excused by, as the newest job id says. That
-        is read at most once per LOOK_EVERY; a wake-up charged in between is given its token back at
-        the next read if the jobs enqueued meanwhile excuse it. So a flood of hints costs at most the
-        budget, plus one wake-up per job enqueued meanwhile, plus one read a second."""
+        were enqueued that no other fruitless wake-up was excused by, as the newest job id says. When
+        EMPTY_READS reads in a row found no job enqueued (a flood), it is read only once per
+        LOOK_EVERY; a wake-up charged in between gets its token back at the next read if jobs
+        enqueued meanwhile excuse it. So a flood of hints costs at most the budget, plus one wake-up
+        per job enqueued meanwhile, plus one read a second."""
         if self.newest_job is None or not self.budget.low:
             return False
-        now = self.budget.clock()
-        if now >= self._look_at:
-            self._look_at = now + LOOK_EVERY
-            try:
-                newest = self.newest_job()
-            except Exception:  # the claim's own connection failing: the next claim says so; charge
-                return False
-            if self._newest is not None and newest > self._newest:
-                self._arrivals += newest - self._newest
-            self._newest = newest
-            late = min(self._arrivals, self._unexcused)  # charged since the last read, excused now
-            self._arrivals -= late
-            self.budget.excused(late)
-            self._unexcused = 0
+        if not self._arrivals and self.budget.clock() >= self._look_at:
+            self._look()
         if self._arrivals:
             self._arrivals -= 1
             return True
         self._unexcused += 1
         return False
+
+    def _look(self) -> None:
+        """Read the newest job id: count the jobs enqueued since the last read, and give back the
+        tokens of the wake-ups charged since then that they excuse."""
+        try:
+            newest = self.newest_job() if self.newest_job is not None else 0
+        except Exception:  # the claim's own connection failing: the next claim says so; charge
+            return
+        if self._newest is not None:
+            if newest > self._newest:
+                self._arrivals += newest - self._newest
+                self._empty_reads = 0
+            else:
+                self._empty_reads += 1
+        self._newest = newest
+        if self._empty_reads >= EMPTY_READS:
+            self._look_at = self.budget.clock() + LOOK_EVERY
+        late = min(self._arrivals, self._unexcused)
+        self._arrivals -= late
+        self.budget.excused(late)
+        self._unexcused = 0
 
     def _read(self, readable: Iterable[Any]) -> list[Hint]:
         ready = set(readable)
