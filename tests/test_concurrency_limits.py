@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
+import time
 
 import pytest
 
@@ -253,5 +255,46 @@ def test_the_leaders_sweep_settles_slots_of_jobs_that_moved_on_silently(qdb: Que
         assert sweep(starved=True) == {"q"}
         assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (ids[2],)) == "ready"
         assert qdb.query("SELECT job_id FROM mysqlq_blocked_jobs") == []
+    finally:
+        db.close()
+
+
+def test_the_leaders_sweep_looks_rarely_while_no_slot_is_held_and_at_once_when_a_worker_dies(qdb: QueueDB) -> None:
+    """Concurrency limits unused (or every slot given back): the sweep's one statement runs once a
+    minute, not every reap interval; a slot held makes it look every reap interval again; and the
+    reaper finding a dead worker (who may have left a slot held) calls for a look at once."""
+    from mysqlq import Dsn, Settings
+    from mysqlq.leader.elector import Elector
+    from mysqlq.leader.limits_sweep import IDLE_EVERY, LimitsSweep
+    from mysqlq.leader.maintainer import Maintainer
+    from mysqlq.store import workers as worker_store
+    from mysqlq.store.db import Database
+
+    class Log:
+        def __getattr__(self, level: str) -> object:
+            return lambda event, **fields: None
+
+    settings = Settings(dsn=Dsn.parse(qdb.dsn), hint_dir=str(qdb.tmp / "hints"))
+    db = Database(settings.dsn)
+    try:
+        sweep = LimitsSweep(settings, db, Log())
+        assert sweep.run() == IDLE_EVERY  # nothing held, nobody waits
+        with qdb.producer() as producer:
+            job = producer.enqueue("test.limited", concurrency_key="k")
+        qdb.query("INSERT INTO mysqlq_semaphores (concurrency_key) VALUES ('k')")
+        qdb.query("INSERT INTO mysqlq_semaphore_holders VALUES ('k', %s)", (job,))
+        assert sweep.run() == settings.reap_interval  # a slot is held (rightly: the job is ready)
+        qdb.query("DELETE FROM mysqlq_semaphore_holders")
+        qdb.query("DELETE FROM mysqlq_semaphores")
+
+        maintainer = Maintainer(settings, db, Log(), Elector(settings, db, Log(), lambda: 1, threading.Event()))
+        limits = maintainer.chores.index(maintainer.limits)
+        maintainer.due = [time.monotonic() + IDLE_EVERY] * len(maintainer.chores)
+        reaper = maintainer.chores[0]
+        dead = db.run(lambda cur: worker_store.register(cur, "gone", "host", 1, ["default"], 1.0, 3.0))
+        qdb.query("UPDATE mysqlq_workers SET heartbeat_at = NOW(6) - INTERVAL 1 HOUR WHERE id = %s", (dead,))
+        reaper.run()
+        assert maintainer.due[limits] == 0.0  # the sweep runs in the same round
+        assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers") == 0
     finally:
         db.close()

@@ -2,10 +2,13 @@
 schedule; while another leads, it only watches the election.
 
 The chores are the reaper (mysqlq.leader.reaper), retention (mysqlq.leader.retention), recurring
-jobs (mysqlq.leader.scheduler) and the concurrency limits' sweep (mysqlq.leader.limits_sweep). Each
-has ``name`` and ``run()``, which returns the seconds until it wants to run again. Before a round of
-chores the leader renews its lease (a statement only once half of it has passed), so that a leader
-that lost the role does nothing more; the chores' writes are fenced by its epoch besides.
+jobs (mysqlq.leader.scheduler), the concurrency limits' sweep (mysqlq.leader.limits_sweep) and the
+rate limits' tidying (mysqlq.leader.rates_sweep). Each has ``name`` and ``run()``, which returns the
+seconds until it wants to run again: a chore for a feature not in use asks rarely, so that an idle
+queue costs the server little more than the workers' polls and heartbeats (tests/test_idle_cost.py
+counts it). Before a round of chores the leader renews its lease (a statement only once half of it
+has passed), so that a leader that lost the role does nothing more; the chores' writes are fenced by
+its epoch besides.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from mysqlq.core.config import Settings
 from mysqlq.core.logs import Log
 from mysqlq.leader.elector import Elector
 from mysqlq.leader.limits_sweep import LimitsSweep
+from mysqlq.leader.rates_sweep import RatesSweep
 from mysqlq.leader.reaper import Reaper
 from mysqlq.leader.retention import Retention
 from mysqlq.store import leadership as store
@@ -45,9 +49,12 @@ class Maintainer:
         self.log = log
         self.server_started = 0.0  # monotonic time at which the server (re)started
         # A bad schedule file is refused here, before the worker registers.
+        self.limits = LimitsSweep(settings, db, log)
         self.chores: list[Chore] = [
-            Reaper(settings, db, log, elector, lambda: self.server_started),
-            LimitsSweep(settings, db, log),
+            # The reaper comes first: the limits' sweep it calls for (lost) runs in the same round.
+            Reaper(settings, db, log, elector, lambda: self.server_started, lost=self._lost),
+            self.limits,
+            RatesSweep(settings, db, log),
             Retention(settings, db, log),
         ]
         if settings.schedule:  # without a file the scheduler has nothing to do (and its imports, cron
@@ -86,6 +93,11 @@ class Maintainer:
                 continue
             self.due[index] = now + SCHEDULE_AFTER_ERROR  # also when the run fails
             self.due[index] = now + chore.run()
+
+    def _lost(self) -> None:
+        """A worker died or jobs were given back: a slot may be held by a job that moved on, and the
+        limits' sweep, however long it meant to wait, looks now."""
+        self.due[self.chores.index(self.limits)] = 0.0
 
     def _elected(self, now: float) -> None:
         for chore in self.chores:

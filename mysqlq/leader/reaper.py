@@ -30,12 +30,13 @@ class Reaper:
     name = "reaper"
 
     def __init__(self, settings: Settings, db: Database, log: Log, elector: Elector,
-                 server_started: Callable[[], float]) -> None:
+                 server_started: Callable[[], float], lost: Callable[[], None] = lambda: None) -> None:
         self.settings = settings
         self.db = db
         self.log = log
         self.elector = elector
         self.server_started = server_started  # monotonic time at which the server (re)started
+        self.lost = lost  # told when a worker was found dead or jobs were given back (slots may be left held)
         self.runs = 0
         self._missing: dict[int, object] = {}  # workers whose connection vanished, by last heartbeat
 
@@ -67,6 +68,8 @@ class Reaper:
         reaped = self.db.run(lambda cur: store.reap(cur, dead, sweep, fence))
         reaped += self.db.run(lambda cur: _reap_parents(cur, dead, sweep, fence))
         forgotten = self.db.run(lambda cur: store.forget(cur, dead, fence)) if dead else 0
+        if dead or reaped:
+            self.lost()
         if reaped or forgotten:
             self.log.warning("reaper.reaped", jobs=reaped, epoch=fence.epoch, dead_workers=",".join(
                 f"{names.get(worker_id, '?')}#{worker_id}" for worker_id in dead))

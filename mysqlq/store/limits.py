@@ -142,8 +142,19 @@ def keys_of(cur: Cursor, ids: Sequence[int]) -> list[str]:
     return [str(row[0]) for row in cur.fetchall()]
 
 
-def unsettled_keys(cur: Cursor, starved: bool) -> list[str]:
+@dataclass(frozen=True)
+class Unsettled:
+    """What the leader's look at the keys found: the keys to settle, and whether any slot is held or
+    any job waits for one (when none is, concurrency limits are not in use right now)."""
+
+    keys: list[str]
+    in_use: bool
+
+
+def unsettled_keys(cur: Cursor, starved: bool) -> Unsettled:
     """Keys the leader should settle: a slot held by a job that moved on, and (``starved``, the
-    slower check) a waiting job that could run now."""
+    slower check) a waiting job that could run now. One statement, which also says whether the
+    limits are in use."""
     execute(cur, "stale_or_starved_keys" if starved else "stale_holder_keys", {"limit": SWEEP})
-    return sorted({str(row[0]) for row in cur.fetchall()})
+    keys = [row[0] for row in cur.fetchall()]
+    return Unsettled(sorted({str(key) for key in keys if key is not None}), in_use=None not in keys)

@@ -13,6 +13,7 @@ from mysqlq import hint
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import ConfigError
 from mysqlq.core.logs import Log
+from mysqlq.leader.limits_sweep import LimitsSweep
 from mysqlq.store import hints as hint_store
 from mysqlq.store import workers as store
 from mysqlq.store.db import Cursor, Database
@@ -83,6 +84,12 @@ class Heartbeat:
             self.log.info("worker.previous_life_released", jobs=released, registrations=len(earlier))
             if released:
                 hint.notify(settings, [hint.ANY_QUEUE])
+            # An earlier life killed between an outcome and giving its concurrency slot back left the
+            # slot held; the leader, whose sweep looks rarely while no slot seemed in use, never saw
+            # that life die (it was forgotten just now): settle such slots here.
+            gained = LimitsSweep(settings, self.db, self.log).sweep(starved=False)
+            if gained:
+                hint.notify(settings, gained)
         return self.worker_id
 
     def _insert(self) -> int:

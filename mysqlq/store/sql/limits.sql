@@ -81,15 +81,20 @@ SELECT DISTINCT concurrency_key FROM mysqlq_jobs WHERE id IN ({ids}) AND concurr
 -- name: stale_holder_keys
 -- Keys with a slot held by a job that no longer needs it (the reaper found it out of attempts, or
 -- its worker died between recording the outcome and giving the slot back): read by the leader,
--- over the holders only (at most the sum of the limits of the keys in use).
-SELECT DISTINCT h.concurrency_key FROM mysqlq_semaphore_holders h LEFT JOIN mysqlq_jobs j ON j.id = h.job_id
- WHERE j.id IS NULL OR j.status NOT IN ('ready', 'running')
- LIMIT %(limit)s;
+-- over the holders only (at most the sum of the limits of the keys in use). A row with a NULL key
+-- says that no slot is held and no job waits for one (concurrency limits are not in use: the leader
+-- looks again rarely).
+(SELECT DISTINCT h.concurrency_key FROM mysqlq_semaphore_holders h LEFT JOIN mysqlq_jobs j ON j.id = h.job_id
+  WHERE j.id IS NULL OR j.status NOT IN ('ready', 'running')
+  LIMIT %(limit)s)
+UNION ALL
+(SELECT NULL FROM DUAL
+  WHERE NOT EXISTS (SELECT 1 FROM mysqlq_semaphore_holders) AND NOT EXISTS (SELECT 1 FROM mysqlq_blocked_jobs));
 
 -- name: stale_or_starved_keys
 -- The leader's slower check, in the same query: the keys of stale_holder_keys, and the keys whose
 -- oldest waiting job could take a slot now (a safety net: every release already makes the next
--- job ready), at most one row per key in use.
+-- job ready), at most one row per key in use; and the NULL row of stale_holder_keys.
 (SELECT DISTINCT h.concurrency_key FROM mysqlq_semaphore_holders h LEFT JOIN mysqlq_jobs j ON j.id = h.job_id
   WHERE j.id IS NULL OR j.status NOT IN ('ready', 'running')
   LIMIT %(limit)s)
@@ -98,4 +103,7 @@ UNION
   WHERE (SELECT b.concurrency_limit FROM mysqlq_blocked_jobs b WHERE b.concurrency_key = s.concurrency_key
           ORDER BY b.job_id LIMIT 1)
         > (SELECT COUNT(*) FROM mysqlq_semaphore_holders h WHERE h.concurrency_key = s.concurrency_key)
-  LIMIT %(limit)s);
+  LIMIT %(limit)s)
+UNION
+(SELECT NULL FROM DUAL
+  WHERE NOT EXISTS (SELECT 1 FROM mysqlq_semaphore_holders) AND NOT EXISTS (SELECT 1 FROM mysqlq_blocked_jobs));
