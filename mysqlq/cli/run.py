@@ -8,7 +8,7 @@ import click
 
 from mysqlq.cli import main, settings
 from mysqlq.core import handlers as handler_registry
-from mysqlq.core.config import default_worker_name
+from mysqlq.core.config import ClaimStrategy, Isolation, default_worker_name
 from mysqlq.core.durations import parse_retention
 from mysqlq.store import workers as worker_store
 from mysqlq.store.db import CLI_RETRY, Database
@@ -75,10 +75,10 @@ def _instance_name() -> str:
 @click.option("--max-snoozes", envvar="MYSQLQ_MAX_SNOOZES", show_envvar=True, type=click.IntRange(1, 65535),
               default=100, help="A job whose handler snoozed it this often (mysqlq.Snooze) ends dead the next time.")
 @click.option("--claim", "claim_strategy", envvar="MYSQLQ_CLAIM", show_envvar=True,
-              type=click.Choice(["update", "skip-locked"]), default="update",
+              type=click.Choice([str(strategy) for strategy in ClaimStrategy]), default=str(ClaimStrategy.UPDATE),
               help="Claim statement: UPDATE…LIMIT then SELECT by batch_id, or SELECT…SKIP LOCKED then UPDATE.")
 @click.option("--isolation", envvar="MYSQLQ_ISOLATION", show_envvar=True,
-              type=click.Choice(["REPEATABLE READ", "READ COMMITTED"]), default=None,
+              type=click.Choice([str(level) for level in Isolation]), default=None,
               help="Transaction isolation of the worker's session [default: the server's].")
 @click.option("--hint/--no-hint", envvar="MYSQLQ_HINT", show_envvar=True, default=True,
               help="Listen for has-task hints from producers (on this host and, see --hint-bind, others).")

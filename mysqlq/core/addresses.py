@@ -7,6 +7,15 @@ import ipaddress
 from mysqlq.core.errors import ConfigError
 
 Address = tuple[str, int]
+MAX_PORT = 65535
+
+
+def port_number(text: str, lowest: int = 1) -> int | None:
+    """``text`` as a TCP port from ``lowest`` (1, or 0 where 0 means any free port) to 65535; None when
+    it is not one."""
+    if text.isdigit() and lowest <= int(text) <= MAX_PORT:
+        return int(text)
+    return None
 
 
 def parse_address(spec: str, what: str, port_required: bool = False, numeric: bool = True,
@@ -32,11 +41,11 @@ def parse_address(spec: str, what: str, port_required: bool = False, numeric: bo
             host = str(ipaddress.ip_address(host))
         except ValueError:
             raise ConfigError(f"{what} {spec!r}: not an IP address{extra}") from None
-    port = port or "0"
-    if not port.isdigit() or int(port) > 65535 or (port_required and int(port) == 0):
-        low = 1 if port_required else 0
-        raise ConfigError(f"{what} {spec!r}: the port must be a number from {low} to 65535")
-    return host, int(port)
+    low = 1 if port_required else 0
+    number = port_number(port or "0", low)
+    if number is None:
+        raise ConfigError(f"{what} {spec!r}: the port must be a number from {low} to {MAX_PORT}")
+    return host, number
 
 
 def parse_bind(spec: str) -> Address | str:

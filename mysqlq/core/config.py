@@ -7,10 +7,11 @@ import os
 import socket
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from mysqlq.core import optionfile, secrets
-from mysqlq.core.addresses import parse_bind
+from mysqlq.core.addresses import parse_bind, port_number
 from mysqlq.core.errors import ConfigError, MysqlqError
 
 DEFAULT_DSN = "mysql://root@127.0.0.1:3306/test"
@@ -18,10 +19,30 @@ MAX_NAME_LENGTH = 100
 MAX_CONCURRENCY = 256
 
 
+class Isolation(StrEnum):
+    """The transaction isolation levels a worker's session may take (``--isolation``)."""
+
+    REPEATABLE_READ = "REPEATABLE READ"
+    READ_COMMITTED = "READ COMMITTED"
+
+
+class ClaimStrategy(StrEnum):
+    """How a worker claims a batch (``--claim``; the statements are mysqlq.store.claims.CLAIMS)."""
+
+    UPDATE = "update"  # UPDATE…LIMIT, then SELECT by batch_id
+    SKIP_LOCKED = "skip-locked"  # SELECT…FOR UPDATE SKIP LOCKED, then UPDATE by id
+
+
+def either(values: type[StrEnum]) -> str:
+    """``'a' or 'b'``: the values of an enum as an error message lists them."""
+    return " or ".join(repr(str(value)) for value in values)
+
+
 # The MySQL clients' --ssl-mode values, weakest first (docs/security.md says what each does here).
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 DEFAULT_SSL_MODE = "PREFERRED"  # as the MySQL clients: TLS whenever the server offers it
 VERIFYING = ("VERIFY_CA", "VERIFY_IDENTITY")
+NO_DATABASE = "DSN must name a database, e.g. mysql://user@host/mydb"
 DSN_PARAMETERS = ("read_default_file", "read_default_group", "ssl_ca", "ssl_cert", "ssl_key", "ssl_mode",
                   "unix_socket")
 # TLS options of an option file that mysqlq does not apply: refused rather than silently left out.
@@ -89,7 +110,7 @@ class Dsn:
         addresses = [_address(item) for item in hostlist.split(",")] if hostlist else None
         database = unquote(parts.path.lstrip("/"))
         if "/" in database:
-            raise ConfigError("DSN must name a database, e.g. mysql://user@host/mydb")
+            raise ConfigError(NO_DATABASE)
         query = parse_qs(parts.query, keep_blank_values=True)
         unknown = set(query) - set(DSN_PARAMETERS)
         if unknown:
@@ -144,7 +165,7 @@ class Dsn:
         if database is None:
             database = options.get("database")
             if not database:
-                raise ConfigError("DSN must name a database, e.g. mysql://user@host/mydb")
+                raise ConfigError(NO_DATABASE)
         if ssl_mode:
             # The mode given overrides the file's: the file's TLS files that it makes no use of are left out.
             mode = ssl_mode.upper()
@@ -209,9 +230,10 @@ def _check_readable(name: str, path: str) -> None:
 
 
 def _port(text: str | None, where: str) -> int:
-    if not (text and text.isdigit() and 0 < int(text) < 65536):
+    port = port_number(text or "")
+    if port is None:
         raise ConfigError(f"option file {where} has an invalid port")
-    return int(text)
+    return port
 
 
 def _mode_of_flags(options: dict[str, str | None], where: str) -> str:
@@ -242,9 +264,10 @@ def _address(item: str) -> tuple[str, int]:
         host, _, port_text = item.partition(":")
     if not host:
         raise ConfigError("DSN has an empty host in its host list")
-    if port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536):
+    port = port_number(port_text) if port_text else 3306
+    if port is None:
         raise ConfigError("DSN has an invalid port")
-    return host, int(port_text) if port_text else 3306
+    return host, port
 
 
 def _join(host: str, port: int) -> str:
@@ -330,7 +353,7 @@ class Settings:
     hint: bool = True
     hint_bind: str = "auto"  # where a worker takes network hints: auto, off, or ADDR[:PORT]
     isolation: str | None = None
-    claim_strategy: str = "update"
+    claim_strategy: str = ClaimStrategy.UPDATE
     retain_done: float | None = 7 * 86400.0  # seconds done/cancelled jobs are kept; 0 or None: forever
     retain_dead: float | None = 30 * 86400.0  # seconds dead jobs are kept; 0 or None: forever
     retention_interval: float = 60.0  # seconds between the workers' retention turns
@@ -373,10 +396,10 @@ class Settings:
             raise ConfigError("batch-size must be at most 10000")
         if self.lease <= 2 * self.heartbeat_interval:
             raise ConfigError("lease must be longer than twice the heartbeat interval")
-        if self.isolation not in (None, "REPEATABLE READ", "READ COMMITTED"):
-            raise ConfigError("isolation must be 'REPEATABLE READ' or 'READ COMMITTED'")
-        if self.claim_strategy not in ("update", "skip-locked"):
-            raise ConfigError("claim strategy must be 'update' or 'skip-locked'")
+        if self.isolation is not None and self.isolation not in tuple(Isolation):
+            raise ConfigError(f"isolation must be {either(Isolation)}")
+        if self.claim_strategy not in tuple(ClaimStrategy):
+            raise ConfigError(f"claim strategy must be {either(ClaimStrategy)}")
         parse_bind(self.hint_bind)
 
 

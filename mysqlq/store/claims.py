@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from mysqlq.core.config import ClaimStrategy
 from mysqlq.core.jobs import ClaimedJob, claimed_jobs
 from mysqlq.store import dependencies, execute, execute_in
 from mysqlq.store.db import Connection, Cursor, transaction
@@ -129,7 +130,7 @@ def claim_skip_locked(
     return claimed
 
 
-CLAIMS = {"update": claim_update, "skip-locked": claim_skip_locked}
+CLAIMS = {ClaimStrategy.UPDATE: claim_update, ClaimStrategy.SKIP_LOCKED: claim_skip_locked}
 
 
 def fetch_batch(cur: Cursor, batch_id: int) -> list[ClaimedJob]:

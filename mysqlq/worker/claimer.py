@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol
 
-from mysqlq.core.config import Settings
+from mysqlq.core.config import ClaimStrategy, Settings
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, Cursor, Database
@@ -56,10 +56,10 @@ class Claimer:
         self.limits = limits
         self.rates = rates
         self.worker_id = worker_id
-        self.statement = claims.CLAIMS[settings.claim_strategy]
+        self.statement = claims.CLAIMS[ClaimStrategy(settings.claim_strategy)]
         # The update claim of the last queue tried and the read-back go as one query, with the
         # completion of a batch that ended just before: three round trips per batch become one.
-        self.merged = settings.claim_strategy == "update" and db.multi_statements
+        self.merged = settings.claim_strategy == ClaimStrategy.UPDATE and db.multi_statements
         self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
 
     def claim(self, limit: int, paused: Collection[str], ride_along: RideAlong | None = None) -> Claim:

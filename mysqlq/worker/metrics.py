@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from mysqlq.core.addresses import port_number
 from mysqlq.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -29,9 +30,10 @@ def parse_listen(value: str) -> tuple[str, int]:
     """``PORT`` (on 127.0.0.1) or ``HOST:PORT`` → (host, port); ConfigError naming the option otherwise."""
     host, sep, port = value.rpartition(":")
     host = host.strip("[]") if sep else "127.0.0.1"
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    number = port_number(port)
+    if not host or number is None:
         raise ConfigError(f"--metrics-port must be PORT or HOST:PORT (e.g. 9101 or 0.0.0.0:9101), got {value!r}")
-    return host, int(port)
+    return host, number
 
 
 class NoMetrics:
