@@ -13,6 +13,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from mysqlq.core import optionfile, secrets
 from mysqlq.core.addresses import parse_bind, port_number
 from mysqlq.core.errors import ConfigError, MysqlqError
+from mysqlq.core.tls import DEFAULT as DEFAULT_SSL_MODE
+from mysqlq.core.tls import VERIFYING, SslMode, parse_mode
 
 DEFAULT_DSN = "mysql://root@127.0.0.1:3306/test"
 MAX_NAME_LENGTH = 100
@@ -38,10 +40,6 @@ def either(values: type[StrEnum]) -> str:
     return " or ".join(repr(str(value)) for value in values)
 
 
-# The MySQL clients' --ssl-mode values, weakest first (docs/security.md says what each does here).
-SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
-DEFAULT_SSL_MODE = "PREFERRED"  # as the MySQL clients: TLS whenever the server offers it
-VERIFYING = ("VERIFY_CA", "VERIFY_IDENTITY")
 NO_DATABASE = "DSN must name a database, e.g. mysql://user@host/mydb"
 DSN_PARAMETERS = ("read_default_file", "read_default_group", "ssl_ca", "ssl_cert", "ssl_key", "ssl_mode",
                   "unix_socket")
@@ -57,7 +55,7 @@ class Dsn:
     Several hosts (``mysql://user:pw@h1:3306,h2:3306,h3/db``, the nodes of a cluster) are tried in
     order: every connection goes to the first one that answers, and moves on when it fails.
 
-    ``ssl_mode`` has the MySQL clients' names and meanings (see SSL_MODES and docs/security.md);
+    ``ssl_mode`` has the MySQL clients' names and meanings (see mysqlq.core.tls and docs/security.md);
     ``ssl_ca``, ``ssl_cert`` and ``ssl_key`` are file paths. ``read_default_file`` and
     ``read_default_group`` name the option file and group the other fields were completed from
     when the DSN was parsed (mysqlq.core.optionfile); they only say so in :meth:`redacted`.
@@ -70,7 +68,7 @@ class Dsn:
     database: str = "test"
     unix_socket: str | None = None
     failover: tuple[tuple[str, int], ...] = ()  # the hosts after the first, in order
-    ssl_mode: str = DEFAULT_SSL_MODE
+    ssl_mode: str = DEFAULT_SSL_MODE  # an SslMode once checked
     ssl_ca: str | None = None
     ssl_cert: str | None = None
     ssl_key: str | None = None
@@ -78,13 +76,11 @@ class Dsn:
     read_default_group: str | None = None
 
     def __post_init__(self) -> None:
-        mode = self.ssl_mode.upper() if isinstance(self.ssl_mode, str) else self.ssl_mode
-        if mode not in SSL_MODES:
-            raise ConfigError(f"ssl_mode must be one of {', '.join(SSL_MODES)} (any case), got {self.ssl_mode!r}")
+        mode = parse_mode(self.ssl_mode)
         object.__setattr__(self, "ssl_mode", mode)
         files = {"ssl_ca": self.ssl_ca, "ssl_cert": self.ssl_cert, "ssl_key": self.ssl_key}
         given = [name for name, path in files.items() if path]
-        if mode == "DISABLED" and given:
+        if mode == SslMode.DISABLED and given:
             raise ConfigError(f"ssl_mode=DISABLED makes no use of {' and '.join(given)}: remove "
                               f"{'it' if len(given) == 1 else 'them'} or choose another ssl_mode")
         if mode in VERIFYING and not self.ssl_ca:
@@ -171,7 +167,7 @@ class Dsn:
             mode = ssl_mode.upper()
             if mode not in VERIFYING:
                 options.pop("ssl_ca", None)
-            if mode == "DISABLED":
+            if mode == SslMode.DISABLED:
                 options.pop("ssl_cert", None)
                 options.pop("ssl_key", None)
         (host, port), *rest = addresses
@@ -236,7 +232,7 @@ def _port(text: str | None, where: str) -> int:
     return port
 
 
-def _mode_of_flags(options: dict[str, str | None], where: str) -> str:
+def _mode_of_flags(options: dict[str, str | None], where: str) -> SslMode:
     """ssl_mode from an option file's older flags: ``ssl-verify-server-cert`` (MariaDB's clients) is
     VERIFY_IDENTITY; ``skip-ssl`` or ``ssl=0`` is DISABLED; otherwise the default."""
     def flag(name: str) -> bool:
@@ -248,9 +244,9 @@ def _mode_of_flags(options: dict[str, str | None], where: str) -> str:
         return value in ("1", "ON", "TRUE")
 
     if flag("ssl_verify_server_cert"):
-        return "VERIFY_IDENTITY"
+        return SslMode.VERIFY_IDENTITY
     if flag("skip_ssl") or ("ssl" in options and not flag("ssl")):
-        return "DISABLED"
+        return SslMode.DISABLED
     return DEFAULT_SSL_MODE
 
 

@@ -14,9 +14,10 @@ import MySQLdb
 import MySQLdb.connections
 import MySQLdb.cursors
 
-from mysqlq.core import logs
+from mysqlq.core import logs, tls
 from mysqlq.core.config import Dsn
 from mysqlq.core.errors import ConfigError, DatabaseUnavailable
+from mysqlq.core.tls import SslMode
 from mysqlq.store.sql import query
 
 T = TypeVar("T")
@@ -53,7 +54,6 @@ TRANSIENT_CODES = frozenset(
 ACCESS_DENIED, UNKNOWN_DATABASE = 1045, 1049
 TLS_FAILED = 2026  # the client's "SSL connection error": no TLS offered, a certificate refused
 SECURE_TRANSPORT_REQUIRED = 3159  # MySQL: require_secure_transport=ON refused a connection without TLS
-ENCRYPTED_MODES = ("REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 
 # mysqlclient built on MariaDB Connector/C (numbered 3.x; Debian's libmariadb, most Linux builds)
 # emulates the ssl_mode argument, and its VERIFY_CA checks the host name too. On MySQL's own client
@@ -80,14 +80,11 @@ def tls_arguments(dsn: Dsn) -> dict[str, Any]:
     files = {key: path for key, path in (("ca", dsn.ssl_ca), ("cert", dsn.ssl_cert), ("key", dsn.ssl_key)) if path}
     mode = dsn.ssl_mode
     local = dsn.unix_socket or (dsn.host == "localhost" and not dsn.failover)  # the clients' localhost: a socket
-    if mode == "PREFERRED" and local and not files:
-        mode = "DISABLED"
+    if mode == SslMode.PREFERRED and local and not files:
+        mode = SslMode.DISABLED
     if OLD_MYSQLCLIENT:
         return _old_mysqlclient_arguments(mode, files)
-    library_mode = mode
-    if CONNECTOR_C and mode in ("PREFERRED", "VERIFY_CA"):
-        library_mode = "REQUIRED"
-    return {"ssl_mode": library_mode, **({"ssl": files} if files else {})}
+    return {"ssl_mode": tls.library_mode(mode, CONNECTOR_C), **({"ssl": files} if files else {})}
 
 
 def error_code(exc: BaseException) -> int | None:
@@ -191,7 +188,7 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_datab
         message = exc.args[1] if len(exc.args) > 1 else str(exc)
         if code == ACCESS_DENIED:
             hint = (", or whether the server requires TLS, which ssl_mode=DISABLED does not send"
-                    if dsn.ssl_mode == "DISABLED" else "")
+                    if dsn.ssl_mode == SslMode.DISABLED else "")
             raise DatabaseUnavailable(
                 f"access denied for user {dsn.user!r} at {where}: check the DSN's user and password{hint}",
                 transient=False,
@@ -209,7 +206,7 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_datab
             raise DatabaseUnavailable(f"cannot connect to the database at {where} over TLS (ssl_mode="
                                       f"{dsn.ssl_mode}): {_tls_reason(message, dsn, host)}", transient=True) from None
         raise DatabaseUnavailable(f"cannot connect to the database at {where}: {message}", transient=True) from None
-    if dsn.ssl_mode in ENCRYPTED_MODES:
+    if dsn.ssl_mode in tls.ENCRYPTING:
         _check_encrypted(conn, dsn, where)
     return conn
 
@@ -217,11 +214,11 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_datab
 def _old_mysqlclient_arguments(mode: str, files: dict[str, str]) -> dict[str, Any]:
     """What mysqlclient 2.1 on Connector/C can do: the TLS files only (TLS when the server offers it)."""
     global _warned_old
-    if mode in ENCRYPTED_MODES:
+    if mode in tls.ENCRYPTING:
         raise ConfigError(f"ssl_mode={mode} needs mysqlclient 2.2 or later when it is built on MariaDB "
                           f"Connector/C (installed: {'.'.join(map(str, MySQLdb.version_info[:3]))}): "
                           "pip install -U mysqlclient")
-    if mode == "PREFERRED" and not files and not _warned_old:
+    if mode == SslMode.PREFERRED and not files and not _warned_old:
         _warned_old = True
         log.warning("db.tls_unavailable", reason="mysqlclient before 2.2 on MariaDB Connector/C cannot ask for "
                     "TLS: connections are not encrypted; pip install -U mysqlclient")

@@ -34,6 +34,7 @@ from django.db import connections, transaction
 
 from mysqlq.contrib.django import compat
 from mysqlq.contrib.django.results import task_result
+from mysqlq.core import tls
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import ConfigError, InvalidJob
 from mysqlq.core.jobs import Job
@@ -62,11 +63,7 @@ def dsn_of_database(db: dict[str, Any]) -> Dsn:
     it (the chain is verified, the host name is not). What the settings leave empty comes from the
     option file, then from mysqlq's defaults."""
     options = db.get("OPTIONS") or {}
-    ssl = options.get("ssl") or {}
-    if not isinstance(ssl, dict):  # mysqlclient's ssl=True: TLS required
-        ssl, mode = {}, "REQUIRED" if ssl else None
-    else:
-        mode = "VERIFY_CA" if ssl.get("ca") else None
+    ssl, mode = tls.mode_of_driver_options(options.get("ssl") or {})
     host, port = db.get("HOST") or None, db.get("PORT") or None
     socket = options.get("unix_socket")
     if host and host.startswith("/"):  # Django's way to name a unix socket
