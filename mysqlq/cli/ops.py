@@ -17,7 +17,7 @@ from mysqlq.cli import main, settings
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.durations import format_duration, parse_duration
 from mysqlq.core.errors import ConfigError, MysqlqError, NotFound
-from mysqlq.core.jobs import STATUSES, check_tags
+from mysqlq.core.jobs import CANCELLABLE, ENDED, STATUSES, Status, check_tags
 from mysqlq.leader.retention import Purge
 from mysqlq.store import ops as store
 from mysqlq.store.db import CLI_RETRY, Cursor, Database
@@ -163,7 +163,7 @@ def list_command(ctx: click.Context, queue: str | None, status: str | None, hand
         if (queue, status, handler) != (None, None, None) and len(rows) < parse_limit(limit):
             click.echo(f"note: --tag with another filter looks through the newest {store.HISTORY_WINDOW:,} jobs "
                        "with the tag", err=True)
-    elif handler is not None and status in (None, "done") and len(rows) < parse_limit(limit):
+    elif handler is not None and status in (None, Status.DONE) and len(rows) < parse_limit(limit):
         click.echo(f"note: --handler looks through the newest {store.HISTORY_WINDOW:,} jobs "
                    "(with another --status, the whole of that status)", err=True)
     if as_json:
@@ -253,7 +253,6 @@ def _links(jobs: list[tuple[int, str]]) -> str:
 # ---------------------------------------------------------------------------- retry / cancel
 
 SHOW_LINKS = 50  # parents and dependents `jobs show` lists at most
-CANCELLABLE = list(store.CANCELLABLE)
 
 
 def _refuse(found: Mapping[int, tuple[str, str]], ids: Sequence[int], allowed: Sequence[str], action: str) -> None:
@@ -299,7 +298,7 @@ def retry(ctx: click.Context, ids: tuple[str, ...], every_dead: bool, queue: str
         raise ConfigError("--queue goes with --dead (named jobs are retried whatever their queue)")
     cfg, db = _database(ctx)
     if ids:
-        change = _change(db, "retry_jobs", parse_ids(ids), ["dead"], "retried")
+        change = _change(db, "retry_jobs", parse_ids(ids), [Status.DEAD], "retried")
         retried, queues = change.changed, set(change.queues)
     else:
         retried, queues = retry_every_dead(db.run, parse_queue(queue))
@@ -337,7 +336,7 @@ def cancel(ctx: click.Context, ids: tuple[str, ...], workflow: bool) -> None:
             raise ConfigError("--workflow takes the id of one job of the workflow")
         (job_id,) = job_ids
         change = db.run(lambda cur: store.cancel_workflow(cur, job_id, lambda found: _refuse(
-            found, [job_id], [*CANCELLABLE, "done", "dead", "cancelled"], "cancelled")))
+            found, [job_id], [*CANCELLABLE, *ENDED], "cancelled")))
         where = f" of the workflow of job {job_id}"
     else:
         change = _change(db, "cancel_jobs", job_ids, CANCELLABLE, "cancelled")
@@ -409,9 +408,9 @@ def purge(ctx: click.Context, done_age: str | None, dead_age: str | None, queue:
     ages: list[tuple[str, float]] = []
     if done_age is not None:
         age = parse_duration(done_age, "--done-older-than")
-        ages += [("done", age), ("cancelled", age)]
+        ages += [(Status.DONE, age), (Status.CANCELLED, age)]
     if dead_age is not None:
-        ages.append(("dead", parse_duration(dead_age, "--dead-older-than")))
+        ages.append((Status.DEAD, parse_duration(dead_age, "--dead-older-than")))
     only = parse_queue(queue)
     _, db = _database(ctx)
     job = Purge(db, ages, queue=only)

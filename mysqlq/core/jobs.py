@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -14,9 +15,28 @@ from mysqlq.core.config import Settings, check_name
 from mysqlq.core.errors import InvalidJob, ResultNotStored
 from mysqlq.core.tracing import current_trace_context
 
-# 'blocked': a job whose concurrency key has no free slot (mysqlq.worker.limits); 'waiting': a job whose
-# parents have not all ended (mysqlq.store.dependencies). In the order of the schema's ENUM.
-STATUSES = ("ready", "scheduled", "running", "done", "dead", "cancelled", "blocked", "waiting")
+
+class Status(StrEnum):
+    """Where a job stands, in the order of the schema's ENUM. A member is its string: it goes into SQL,
+    JSON and output as it is."""
+
+    READY = "ready"
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    DONE = "done"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+    BLOCKED = "blocked"  # its concurrency key has no free slot (mysqlq.worker.limits)
+    WAITING = "waiting"  # its parents have not all ended (mysqlq.store.dependencies)
+
+
+STATUSES = tuple(Status)
+PENDING = (Status.READY, Status.SCHEDULED, Status.BLOCKED, Status.WAITING)  # not started yet
+CANCELLABLE = (*PENDING, Status.RUNNING)  # the statuses a cancel changes
+FAILED = (Status.DEAD, Status.CANCELLED)  # ended without success
+ENDED = (Status.DONE, *FAILED)  # finished: the history that retention purges
+LIVE = (*CANCELLABLE, Status.DEAD)  # what the dashboard counts (dead jobs wait for an operator)
+NOT_RUNNING = (*PENDING, *ENDED)
 MAX_DEDUPE_KEY = 191
 MAX_CONCURRENCY_KEY = 191
 MAX_ATTEMPTS_LIMIT = 1000
@@ -113,7 +133,7 @@ def job_row(settings: Settings, handler: str, payload: Any, queue: str, delay: f
     if time_limit is not None and (not isinstance(time_limit, int | float) or not 0 < time_limit < 2**31):
         raise InvalidJob(f"time limit must be a positive number of seconds, got {time_limit!r}")
     at = check_run_at(run_at) if run_at is not None else None
-    status = "scheduled" if delay > 0 or at is not None else "ready"
+    status = Status.SCHEDULED if delay > 0 or at is not None else Status.READY
     limit = math.ceil(time_limit) if time_limit is not None else None
     return (queue, handler, encoded, status, priority, at, round(delay * 1_000_000), attempts, limit, dedupe_key,
             dedupe_scope, concurrency_key, encode_tags(tags) if tags else None, current_trace_context())

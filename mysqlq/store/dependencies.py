@@ -13,13 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mysqlq.core.errors import InvalidJob, MysqlqError
-from mysqlq.core.jobs import MAX_PARENTS, Parent
+from mysqlq.core.jobs import FAILED, MAX_PARENTS, Parent, Status
 from mysqlq.store import execute, execute_in
 from mysqlq.store.db import Cursor
 from mysqlq.store.jobs import NAMES, RowRenderer, insert_job
 from mysqlq.store.workers import NO_FENCE, Fence
-
-FAILED = ("dead", "cancelled")
 
 
 def enqueue_after(cur: Cursor, row: Sequence[Any], parents: Sequence[int], run_anyway: bool,
@@ -49,7 +47,7 @@ def enqueue_after(cur: Cursor, row: Sequence[Any], parents: Sequence[int], run_a
     if failed and not run_anyway:
         _cancel(cur, [job_id], failed[0], status[failed[0]], waiting=False)
         return job_id, True
-    pending = [parent for parent in ids if status[parent] not in ("done", *FAILED)]
+    pending = [parent for parent in ids if status[parent] not in (Status.DONE, *FAILED)]
     if pending:
         execute_in(cur, "flag_parents", pending)
     execute(cur, "set_waiting", {"id": job_id, "pending": len(pending)})
@@ -80,14 +78,14 @@ def end_parents(cur: Cursor, batch_id: int, done: Mapping[int, bytes | None], de
         execute_in(cur, "end_parents_done", plain, before=(batch_id,))
     for job_id in sorted(ours.difference(plain)):
         params = {"id": job_id, "batch_id": batch_id, "result": done.get(job_id), "error": dead.get(job_id),
-                  "status": "done" if job_id in done else "dead"}
+                  "status": Status.DONE if job_id in done else Status.DEAD}
         execute(cur, "end_parent", params)
     if runs:
         for job_id in sorted(ours.intersection(runs)):
             execute(cur, "record_run", {"id": job_id, "context": runs[job_id]})
-    woken = release(cur, [job_id for job_id in ids if job_id in ours and job_id in done], "done")
+    woken = release(cur, [job_id for job_id in ids if job_id in ours and job_id in done], Status.DONE)
     for job_id in sorted(ours & set(dead)):
-        woken += release(cur, [job_id], "dead")
+        woken += release(cur, [job_id], Status.DEAD)
     return Ended(ours, ready_queues(cur, woken))
 
 
@@ -135,7 +133,7 @@ def _cancel(cur: Cursor, children: list[int], parent: int, ended: str, waiting: 
     if not waiting:  # a job being enqueued: cancel_dependents takes waiting jobs
         execute(cur, "set_waiting", {"id": children[0], "pending": 1})
     execute_in(cur, "cancel_dependents", children, before=(f"job {parent} it waited for ended {ended}",))
-    return release(cur, children, "cancelled")
+    return release(cur, children, Status.CANCELLED)
 
 
 def reap_parents(cur: Cursor, worker_ids: Sequence[int], expired: bool, fence: Fence = NO_FENCE) -> int:
@@ -146,7 +144,7 @@ def reap_parents(cur: Cursor, worker_ids: Sequence[int], expired: bool, fence: F
         return 0
     execute_in(cur, "bury_reaped", ids)
     for job_id in ids:
-        release(cur, [job_id], "dead")
+        release(cur, [job_id], Status.DEAD)
     return len(ids)
 
 
@@ -160,7 +158,7 @@ def release_cancelled(cur: Cursor, ids: Sequence[int]) -> None:
     """After an operator cancelled ``ids`` (each of them was live until then): cancel what waits for
     them, or release what runs anyway."""
     for job_id in sorted(ids):
-        release(cur, [job_id], "cancelled")
+        release(cur, [job_id], Status.CANCELLED)
 
 
 def parents_of(cur: Cursor, job_id: int, limit: int = MAX_PARENTS, results: bool = True) -> list[Parent]:

@@ -7,16 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mysqlq.core.jobs import STATUSES, decode_tags
+from mysqlq.core.jobs import CANCELLABLE, NOT_RUNNING, STATUSES, Status, decode_tags
 from mysqlq.store import dependencies, execute, execute_in
 from mysqlq.store import limits as limits_store
 from mysqlq.store.db import Cursor, transaction
 
 # The smallest finished_at there is: where a walk of a (status, queue) range starts.
 START = dt.datetime(1000, 1, 1)
-# Statuses whose rows are found by (status, queue) in mysqlq_jobs_state: all but running.
-NOT_RUNNING = ("ready", "scheduled", "blocked", "waiting", "done", "dead", "cancelled")
-CANCELLABLE = ("ready", "scheduled", "blocked", "waiting", "running")  # the statuses cancel_jobs changes
 # A filter no index orders (a handler; on the dashboard, a queue over every status) is looked for in
 # the newest HISTORY_WINDOW job ids only, HISTORY_STEP ids per statement: a listing reads a bounded
 # number of rows however long the history and however rare the match.
@@ -101,7 +98,7 @@ def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: st
     if tag is not None:
         return tagged(cur, tag, queue=queue, status=status, handler=handler, before=None, limit=limit).rows
     params = {"queue": queue, "handler": handler, "limit": limit}
-    if handler is not None and status in (None, "done"):  # no index orders jobs by handler
+    if handler is not None and status in (None, Status.DONE):  # no index orders jobs by handler
         return in_history(cur, "list_jobs_between", {"queue": queue, "status": status, "handler": handler},
                           before=None, limit=limit).rows
     if status is None and queue is not None:
@@ -114,7 +111,7 @@ def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: st
     if status is None:
         execute(cur, "list_jobs", params)
         return _rows(cur)
-    if status == "running":
+    if status == Status.RUNNING:
         execute(cur, "list_running_jobs", params)
         return _rows(cur)
     found: list[dict[str, Any]] = []
@@ -154,7 +151,7 @@ def count_live(cur: Cursor) -> dict[tuple[str, str], int]:
     execute(cur, "count_waiting")
     counts = {(str(queue), str(status)): int(count) for queue, status, count in cur.fetchall()}
     execute(cur, "count_running")
-    counts.update({(str(queue), "running"): int(count) for queue, count in cur.fetchall()})
+    counts.update({(str(queue), Status.RUNNING): int(count) for queue, count in cur.fetchall()})
     return counts
 
 
@@ -205,7 +202,8 @@ def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequen
             dependencies.release_cancelled(cur, [job_id for job_id, (status, _) in found.items()
                                                  if status in allowed])
     queues = frozenset(queue for status, queue in found.values() if status in allowed)
-    return Change(changed, queues, sum(1 for status, _ in found.values() if status == "running" and status in allowed))
+    running = sum(1 for status, _ in found.values() if status == Status.RUNNING and status in allowed)
+    return Change(changed, queues, running)
 
 
 def cancel_workflow(cur: Cursor, job_id: int, check: Any) -> Change:
@@ -249,7 +247,7 @@ def paused_queues(cur: Cursor) -> list[str]:
 
 def throughput(cur: Cursor, window: float) -> dict[str, tuple[int, int]]:
     """Per queue: (done, dead) jobs that ended in the last ``window`` seconds."""
-    queues = sorted(set(queues_with(cur, "done")) | set(queues_with(cur, "dead")))
+    queues = sorted(set(queues_with(cur, Status.DONE)) | set(queues_with(cur, Status.DEAD)))
     if not queues:
         return {}
     execute_in(cur, "throughput", queues, round(window * 1e6))

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mysqlq.core.jobs import STATUSES
+from mysqlq.core.jobs import ENDED, STATUSES
 from mysqlq.store import execute
 from mysqlq.store import ops as ops_store
 from mysqlq.store.db import Cursor
 
 THROUGHPUT_WINDOW = 300.0  # seconds of history behind the done-per-minute figure
 HISTORY_CAP = 10_000  # done, dead and cancelled jobs are counted exactly up to this many per queue
-HISTORY = ("done", "dead", "cancelled")
 
 
 def _blank(queue: str, window: float) -> dict[str, Any]:
@@ -30,7 +29,7 @@ def queue_stats(cur: Cursor, window: float = THROUGHPUT_WINDOW, cap: int = HISTO
     found: dict[str, dict[str, Any]] = {}
     for (queue, status), count in ops_store.count_live(cur).items():
         found.setdefault(queue, _blank(queue, window))["counts"][status] = count
-    for status in HISTORY:
+    for status in ENDED:
         for queue, count in ops_store.count_capped(cur, status, cap).items():
             entry = found.setdefault(queue, _blank(queue, window))
             entry["counts"][status] = min(count, cap)

@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mysqlq.core.jobs import ENDED, FAILED, Status
 from mysqlq.store import dependencies, execute, execute_in
 from mysqlq.store import ops as ops_store
 from mysqlq.store.db import Cursor
 
-LIVE_STATUSES = ("ready", "scheduled", "blocked", "waiting", "running", "dead")
-FINISHED = ("done", "dead", "cancelled")
 DEAD_CAP = 10_000  # dead jobs are counted exactly up to this many per queue, then shown as "10000+"
 
 
@@ -25,19 +24,19 @@ def queue_names(cur: Cursor) -> list[str]:
 
 
 def live_counts(cur: Cursor, queues: Sequence[str]) -> dict[tuple[str, str], int]:
-    """(queue, status) → jobs, for the statuses of LIVE_STATUSES (absent: 0); ready, scheduled, blocked,
+    """(queue, status) → jobs, for the statuses of mysqlq.core.jobs.LIVE (absent: 0); ready, scheduled, blocked,
     waiting and running exactly, dead up to DEAD_CAP (DEAD_CAP + 1: more)."""
     wanted = set(queues)
     counts = {key: count for key, count in ops_store.count_live(cur).items() if key[0] in wanted}
-    for queue, count in ops_store.count_capped(cur, "dead", DEAD_CAP).items():
+    for queue, count in ops_store.count_capped(cur, Status.DEAD, DEAD_CAP).items():
         if queue in wanted:
-            counts[(queue, "dead")] = count
+            counts[(queue, Status.DEAD)] = count
     return counts
 
 
 def finished_queues(cur: Cursor) -> list[str]:
     """Queues that have finished jobs (done, dead or cancelled)."""
-    return sorted({name for status in FINISHED for name in ops_store.queues_with(cur, status)})
+    return sorted({name for status in ENDED for name in ops_store.queues_with(cur, status)})
 
 
 def oldest_ready_ages(cur: Cursor) -> dict[str, float]:
@@ -66,7 +65,6 @@ def finished_per_minute(cur: Cursor, minutes: int) -> list[tuple[str, str, int, 
 
 # Job ids a page filtered by queue or handler looks through (its "older" link goes on from there).
 PAGE_WINDOW = 20_000
-HISTORY_STATUSES = ("dead", "cancelled")  # ended jobs kept for days: listed like history, a window at a time
 
 
 def jobs_page(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None, before: int | None,
@@ -79,11 +77,12 @@ def jobs_page(cur: Cursor, *, queue: str | None, status: str | None, handler: st
         return ops_store.tagged(cur, tag, queue=queue, status=status, handler=handler, before=before, limit=limit,
                                 window=PAGE_WINDOW)
     filters = {"queue": queue, "status": status, "handler": handler}
-    if status in HISTORY_STATUSES or (status in (None, "done") and (queue is not None or handler is not None)):
+    if status in FAILED or (status in (None, Status.DONE) and (queue is not None or handler is not None)):
         return ops_store.in_history(cur, "list_jobs_between", filters, before=before, limit=limit,
                                     window=PAGE_WINDOW)  # the CLI's statement: a few more columns than a page shows
-    name = {None: "web_list_jobs", "done": "web_list_jobs", "running": "web_list_running_jobs"}.get(
-        status, "web_list_jobs_in_state")
+    statements: dict[str | None, str] = {None: "web_list_jobs", Status.DONE: "web_list_jobs",
+                                         Status.RUNNING: "web_list_running_jobs"}
+    name = statements.get(status, "web_list_jobs_in_state")
     execute(cur, name, {**filters, "before": before, "limit": limit + 1})
     names = [d[0] for d in cur.description or ()]
     rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

@@ -8,6 +8,7 @@ from typing import Any
 from mysqlq import hint
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import MysqlqError, NotFound
+from mysqlq.core.jobs import CANCELLABLE, Status
 from mysqlq.store import ops as ops_store
 from mysqlq.store import schedules as schedules_store
 from mysqlq.store.db import Cursor
@@ -34,11 +35,10 @@ def _change(run: Run, statement: str, job_id: int, allowed: tuple[str, ...], ver
 
 
 def retry_job(run: Run, settings: Settings, job_id: int) -> str:
-    hint.notify(settings, _change(run, "retry_jobs", job_id, ("dead",), "retried").queues)
+    hint.notify(settings, _change(run, "retry_jobs", job_id, (Status.DEAD,), "retried").queues)
     return f"job {job_id} is ready again, with its attempts reset"
 
 
-CANCELLABLE = ops_store.CANCELLABLE
 
 
 def cancel_job(run: Run, job_id: int) -> str:

@@ -6,13 +6,15 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
+from mysqlq.core.jobs import Status
+
 WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 720, 180, 44, 22, 10
-COLOURS = {"done": "#3b7d3b", "dead": "#c0392b", "cancelled": "#999999"}
+COLOURS: dict[str, str] = {Status.DONE: "#3b7d3b", Status.DEAD: "#c0392b", Status.CANCELLED: "#999999"}
 
 
 def per_minute(rows: Sequence[tuple[str, str, int, int]], minutes: int) -> dict[str, list[int]]:
     """status → jobs per minute, oldest minute first, summed over queues."""
-    series = {status: [0] * minutes for status in COLOURS}
+    series: dict[str, list[int]] = {status: [0] * minutes for status in COLOURS}
     for _queue, status, ago, count in rows:
         if status in series and 0 <= ago < minutes:
             series[status][minutes - 1 - ago] += count

@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from mysqlq.core import logs
 from mysqlq.core.errors import MysqlqError
+from mysqlq.core.jobs import ENDED
 from mysqlq.web import snapshot
 
 log = logs.get_logger("mysqlq.web")
@@ -63,7 +64,7 @@ def _queue_metrics(queues: list[snapshot.QueueView], finished: dict[tuple[str, s
         oldest.add_metric([view.name], view.oldest_ready_age or 0.0)
         paused.add_metric([view.name], 1 if view.paused else 0)
     for queue in sorted(names):
-        for status in snapshot.FINISHED_STATUSES:
+        for status in ENDED:
             ended.add_metric([queue, status], finished.get((queue, status), 0))
     return [jobs, oldest, paused, ended]
 

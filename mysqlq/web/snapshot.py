@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from mysqlq.core.jobs import LIVE
 from mysqlq.store import ops as ops_store
 from mysqlq.store import rates as rates_store
 from mysqlq.store import web as web_store
@@ -16,7 +17,6 @@ from mysqlq.store.db import Cursor
 # Jobs count as finished for the counters once they ended this long ago: an outcome's finished_at is
 # stamped when its statement runs and becomes visible at commit, a moment later.
 SETTLE = 2.0
-FINISHED_STATUSES = ("done", "dead", "cancelled")
 
 
 @dataclass
@@ -24,7 +24,7 @@ class QueueView:
     """One queue: live counts by status, the oldest ready job's age, and whether it is paused."""
 
     name: str
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(web_store.LIVE_STATUSES, 0))
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LIVE, 0))
     oldest_ready_age: float | None = None
     paused: bool = False
     capped: set[str] = field(default_factory=set)  # statuses counted only up to a cap (shown "N+")

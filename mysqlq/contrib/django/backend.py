@@ -37,7 +37,7 @@ from mysqlq.contrib.django.results import task_result
 from mysqlq.core import tls
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import ConfigError, InvalidJob
-from mysqlq.core.jobs import Job
+from mysqlq.core.jobs import Job, Status
 from mysqlq.producer.enqueue import Producer
 from mysqlq.producer.outbox import enqueue_on
 from mysqlq.store import jobs as jobs_store
@@ -191,7 +191,7 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         except InvalidJob as exc:
             raise compat.InvalidTask(f"{task.module_path}: {exc}") from None
         now = dt.datetime.now(dt.UTC)
-        return task_result(task, result_id, "ready", args, kwargs, self.alias, enqueued_at=now)
+        return task_result(task, result_id, Status.READY, args, kwargs, self.alias, enqueued_at=now)
 
     def _enqueue_on_request(self, connection: Any, job: Job) -> int:
         connection.ensure_connection()

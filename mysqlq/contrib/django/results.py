@@ -6,12 +6,14 @@ import datetime as dt
 from typing import Any
 
 from mysqlq.contrib.django import compat
-from mysqlq.core.jobs import JobState
+from mysqlq.core.jobs import JobState, Status
 
 # mysqlq's statuses as Django's: waiting of any kind is READY (a failed job waiting for its retry
 # too, with its error listed), ended without success is FAILED.
-STATUSES = {"ready": "READY", "scheduled": "READY", "blocked": "READY", "waiting": "READY", "running": "RUNNING",
-            "done": "SUCCESSFUL", "dead": "FAILED", "cancelled": "FAILED"}
+STATUSES: dict[str, str] = {
+    Status.READY: "READY", Status.SCHEDULED: "READY", Status.BLOCKED: "READY", Status.WAITING: "READY",
+    Status.RUNNING: "RUNNING", Status.DONE: "SUCCESSFUL", Status.DEAD: "FAILED", Status.CANCELLED: "FAILED",
+}
 
 
 def aware(moment: dt.datetime | None) -> dt.datetime | None:
@@ -37,10 +39,10 @@ def task_result(task: Any, result_id: str, status: str, args: Any, kwargs: Any, 
     if state is not None:
         fields.update(enqueued_at=aware(state.enqueued_at), started_at=aware(state.started_at),
                       finished_at=aware(state.finished_at), last_attempted_at=aware(state.started_at),
-                      errors=[error_of(state.error)] if state.error and status != "done" else [],
+                      errors=[error_of(state.error)] if state.error and status != Status.DONE else [],
                       worker_ids=[state.worker] * state.attempts if state.worker else [])
     result = compat.TaskResult(task=task, id=result_id, status=compat.TaskResultStatus[STATUSES[status]],
                                args=list(args), kwargs=dict(kwargs), backend=alias, **fields)
-    if state is not None and status == "done":
+    if state is not None and status == Status.DONE:
         object.__setattr__(result, "_return_value", state.result)
     return result

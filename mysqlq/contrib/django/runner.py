@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from mysqlq.core.errors import ConfigError
+from mysqlq.core.jobs import Status
 from mysqlq.worker.context import JobContext
 
 _setup_lock = threading.Lock()
@@ -64,7 +65,7 @@ def run_task(payload: Any, ctx: JobContext) -> Any:
     close_old_connections()
     try:
         if task.takes_context:
-            result = task_result(task, str(payload.get("result_id", ctx.job_id)), "running", args, kwargs,
+            result = task_result(task, str(payload.get("result_id", ctx.job_id)), Status.RUNNING, args, kwargs,
                                  payload.get("backend", "default"))
             object.__setattr__(result, "worker_ids", [ctx.worker] * ctx.attempt)
             return task.call(compat.TaskContext(task_result=result), *args, **kwargs)
