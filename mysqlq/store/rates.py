@@ -158,6 +158,13 @@ def _admit_buckets(cur: Cursor, batch_id: int, live: dict[str, list[Limited]], r
         result.admitted.update(job_id for _, job_id in admitted)
 
 
+def wait_again(cur: Cursor, pairs: Sequence[tuple[str, int]]) -> None:
+    """Admitted jobs given back unrun (their handler was not entered within the grace) wait in their
+    buckets again, so their next admission takes them as jobs that waited, ahead of new ones."""
+    if pairs:
+        cur.execute(_rows("add_waiting", pairs), [value for pair in pairs for value in pair])
+
+
 def _pairs(cur: Cursor, name: str, pairs: Sequence[tuple[str, int]]) -> None:
     """Run a statement over (bucket, job id) pairs: ``{buckets}``, ``{ids}`` and ``{rows}``, in that order."""
     names, ids = sorted({bucket for bucket, _ in pairs}), sorted({job_id for _, job_id in pairs})

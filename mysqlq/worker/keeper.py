@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 
 import MySQLdb
 
@@ -20,6 +21,7 @@ from mysqlq.core.config import Settings
 from mysqlq.core.errors import DatabaseUnavailable
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.logs import Log
+from mysqlq.store import rates
 from mysqlq.store.db import Connection, Database
 from mysqlq.worker.batches import Batch, Batches
 from mysqlq.worker.claimer import Claim
@@ -77,6 +79,13 @@ class Keeper:
     def empty(self) -> bool:
         return not self.batches and not self.slots.running
 
+    @property
+    def entering(self) -> bool:
+        """Whether jobs admitted under a rate limit wait for a slot: they start within their grace,
+        so the worker claims nothing more until they have (a claim's admission takes milliseconds)."""
+        enter_by = self.runner.enter_by
+        return bool(enter_by) and any(job.id in enter_by for batch in self.batches.values() for job in batch.jobs)
+
     def add(self, claim: Claim, unsized: bool) -> None:
         """Take a claim in hand; ``unsized``: sized before its queue's durations were known."""
         self.batches.add(claim, unsized)
@@ -118,8 +127,8 @@ class Keeper:
                 batch.log.warning("job.returned_late", job_id=running.job.id, handler=running.job.handler,
                                   duration=outcome.duration)
                 continue
-            if outcome.kind == "late":
-                self._late(batch, [running.job])
+            if outcome.kind == "late" and running.prepared.entry is not None:
+                self._late(batch, [(running.job, running.prepared.entry.bucket)])
                 continue
             self.pace.observe(running.job, outcome.duration)
             if outcome.kind == "release" and running.job.id not in self.cancels.requested:
@@ -160,7 +169,7 @@ class Keeper:
             add_done = buffer.add_done
             safe_until = leases.safe_until(batch_id)
             tally = RunTally()
-            late: list[ClaimedJob] = []  # admitted under a rate limit, and their grace ran out before their turn here
+            late: list[tuple[ClaimedJob, str]] = []  # admitted under a rate limit, their grace over before their turn
             # The handler of the last job run here, known to be quick and plain (None: none yet).
             quick: str | None = None
             quick_spec = UNSET
@@ -182,9 +191,10 @@ class Keeper:
                         continue
                     handler = job.handler
                     if enter_by and job.id in enter_by:  # admitted under a rate limit: entered in time, or not
-                        if enter_by[job.id] < now:
+                        entry = enter_by[job.id]
+                        if entry.by < now:
                             del enter_by[job.id]
-                            late.append(job)
+                            late.append((job, entry.bucket))
                             continue
                         if not self._start(batch, job):
                             break
@@ -251,8 +261,8 @@ class Keeper:
             outcome = Outcome("release", 0.0, describe(exc))
         else:
             outcome = self.runner.call(prepared, batch.batch_id, conn, alarm=True)
-        if outcome.kind == "late":
-            self._late(batch, [job])
+        if outcome.kind == "late" and prepared.entry is not None:
+            self._late(batch, [(job, prepared.entry.bucket)])
             return True
         if not self.inline_all:  # durations size claims and pick the main thread only with several slots
             self.pace.observe(job, outcome.duration)
@@ -263,13 +273,16 @@ class Keeper:
         self.batches.record(batch, job, outcome)
         return True
 
-    def _late(self, batch: Batch, jobs: list[ClaimedJob]) -> None:
+    def _late(self, batch: Batch, late: list[tuple[ClaimedJob, str]]) -> None:
         """Jobs admitted under a rate limit whose handler was not entered within the grace: back to
-        the queue unspent, their starts still counted (mysqlq.core.rates.RateLimit.grace)."""
-        for job in jobs:
+        the queue unspent, their starts still counted (mysqlq.core.rates.RateLimit.grace), and in
+        their buckets' waiting lists first, so that they come back as jobs that waited: ahead of the
+        jobs of their bucket that have not, in order of id."""
+        for job, _ in late:
             batch.log.info("job.rate_late", job_id=job.id, handler=job.handler,
                            note="not started within its rate limit's grace after admission; back to the queue")
-        self.batches.release(batch, jobs)
+        self.batches.db.run(partial(rates.wait_again, pairs=[(bucket, job.id) for job, bucket in late]))
+        self.batches.release(batch, [job for job, _ in late])
 
     def _interrupted(self, batch: Batch, job: ClaimedJob, outcome: Outcome) -> None:
         """The database failed under a transactional handler: give this job and the rest of its

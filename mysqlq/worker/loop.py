@@ -237,7 +237,9 @@ class Worker:
         turn = self.rates.next_turn()  # jobs set aside for their rate limit: promote each group in its turn
         if turn is not None:
             lookout.due_in(turn)
-        found = self._claim(keeper) if lookout.want_claim else False
+        found: bool | None = False
+        if lookout.want_claim:  # not while jobs admitted under a rate limit wait to start (None: no claim sent)
+            found = None if keeper.entering else self._claim(keeper)
         if self.listener:  # a hinted wake-up costs a token only when its claim (or poll) found nothing
             self.listener.settle(found)
         self.batches.write_held()  # when no claim took its completion along

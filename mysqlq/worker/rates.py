@@ -28,6 +28,7 @@ from mysqlq.core.logs import Log
 from mysqlq.core.rates import TURN_SPAN, RateLimit, handler_bucket, queue_bucket
 from mysqlq.store import rates as store
 from mysqlq.store.db import Database
+from mysqlq.worker.runner import Entry
 
 _NONE = (None, None)
 TURNS_KEPT = 10_000  # turns a worker remembers to promote; past that, its polls find the rest
@@ -37,7 +38,7 @@ ENTRIES_KEPT = 10_000  # admitted jobs whose entry time is kept before those lon
 class Rates:
     """A worker's side of rate limits: admitting what it claims, and the operators' limits it keeps."""
 
-    def __init__(self, registry: Registry, db: Database, log: Log, enter_by: dict[int, float] | None = None) -> None:
+    def __init__(self, registry: Registry, db: Database, log: Log, enter_by: dict[int, Entry] | None = None) -> None:
         self.registry = registry
         self.db = db
         self.log = log
@@ -146,10 +147,11 @@ class Rates:
         enter_by = self.enter_by
         if len(enter_by) >= ENTRIES_KEPT:  # jobs admitted, then given back or cancelled unstarted
             now = time.monotonic()
-            for job_id in [job_id for job_id, by in enter_by.items() if by < now]:
+            for job_id in [job_id for job_id, entry in enter_by.items() if entry.by < now]:
                 del enter_by[job_id]
         for job_id, at in stamped.items():
-            enter_by[job_id] = at + buckets[job_id].limit.grace
+            limited = buckets[job_id]
+            enter_by[job_id] = Entry(at + limited.limit.grace, limited.bucket)
 
     def _remember(self, turns: set[float]) -> None:
         now = time.monotonic()

@@ -9,7 +9,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mysqlq.core import logs
 from mysqlq.core.config import Settings
@@ -134,13 +134,21 @@ class Prepared:
     transactional: bool
     is_async: bool
     started: float
-    enter_by: float | None = None  # admitted under a rate limit: its handler is entered by then (monotonic), or not
+    entry: Entry | None = None  # admitted under a rate limit: by when its handler is entered, or not at all
+
+
+class Entry(NamedTuple):
+    """A job admitted under a rate limit: its handler is entered by ``by`` (monotonic) or not at all;
+    its start counts in ``bucket``."""
+
+    by: float
+    bucket: str
 
 
 def late(prepared: Prepared) -> Outcome | None:
     """The ``late`` outcome of a job admitted under a rate limit whose handler would be entered past
     its grace (mysqlq.core.rates.RateLimit.grace); None when it may be entered now."""
-    if prepared.enter_by is None or time.monotonic() <= prepared.enter_by:
+    if prepared.entry is None or time.monotonic() <= prepared.entry.by:
         return None
     return Outcome("late", 0.0, "not started within its rate limit's grace after its admission; not run")
 
@@ -160,7 +168,7 @@ class Runner:
         self.shared = WorkerShared(settings.worker_name, log, self.read_parents, progress)
         self.specs: dict[str, HandlerSpec] = {}
         # Jobs admitted under a rate limit (mysqlq.worker.rates): by when their handler must be entered.
-        self.enter_by: dict[int, float] = {}
+        self.enter_by: dict[int, Entry] = {}
         load_decoder()  # its import is not the first job's time either
         self.default_limit = settings.time_limit
         # The jobs' spans when this process traces (mysqlq.worker.tracing); looked for again when a
@@ -200,8 +208,8 @@ class Runner:
             started = time.monotonic()
         limit = self.limit(job, spec)
         func = spec.func if self.spans is None else self.spans.wrap(job, spec.func, spec.is_async, limit)
-        enter_by = self.enter_by.pop(job.id, None) if self.enter_by else None
-        return Prepared(job, func, payload, limit, spec.transactional, spec.is_async, started, enter_by)
+        entry = self.enter_by.pop(job.id, None) if self.enter_by else None
+        return Prepared(job, func, payload, limit, spec.transactional, spec.is_async, started, entry)
 
     def limit(self, job: ClaimedJob, spec: HandlerSpec) -> float:
         """A job's time limit: its own, else its handler's declared one, else the worker's default."""
@@ -228,7 +236,7 @@ class Runner:
     def call(self, prepared: Prepared, batch_id: int, conn: Connection | None, alarm: bool = False) -> Outcome:
         """Call a prepared ``def`` handler (in its transaction when it is transactional); with ``alarm``,
         SIGALRM ends it at its limit (main thread only)."""
-        if prepared.enter_by is not None and (too_late := late(prepared)) is not None:
+        if prepared.entry is not None and (too_late := late(prepared)) is not None:
             return too_late
         ctx = self.context(prepared, conn)
         self.cancels.started(prepared.job.id, ctx)
@@ -277,7 +285,7 @@ class Runner:
         """Await an ``async def`` handler, cancelled at its time limit (or when its job is cancelled)."""
         import asyncio  # loaded already: this runs on an event loop
 
-        if prepared.enter_by is not None and (too_late := late(prepared)) is not None:
+        if prepared.entry is not None and (too_late := late(prepared)) is not None:
             return too_late
         ctx = self.context(prepared, conn)
         task, loop = asyncio.current_task(), asyncio.get_running_loop()

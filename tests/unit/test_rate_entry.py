@@ -6,12 +6,13 @@ from __future__ import annotations
 import time
 
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.worker.runner import Prepared, late
+from mysqlq.worker.runner import Entry, Prepared, late
 
 
 def prepared(enter_by: float | None) -> Prepared:
     job = ClaimedJob(1, "default", "h", b"{}", 1, 3, None)
-    return Prepared(job, lambda payload, ctx: None, {}, 5.0, False, False, time.monotonic(), enter_by)
+    entry = Entry(enter_by, "handler:h") if enter_by is not None else None
+    return Prepared(job, lambda payload, ctx: None, {}, 5.0, False, False, time.monotonic(), entry)
 
 
 def test_a_job_past_its_grace_is_late_and_not_run() -> None:

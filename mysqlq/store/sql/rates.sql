@@ -67,7 +67,8 @@ DELETE FROM mysqlq_rate_waiting
  WHERE bucket IN ({buckets}) AND job_id IN ({ids}) AND (bucket, job_id) IN ({rows});
 
 -- name: add_waiting
--- Jobs set aside for a bucket, waiting for their turn.
+-- Jobs set aside for a bucket, waiting for their turn (and admitted jobs given back unrun, late: they
+-- wait again, to come back ahead of the bucket's jobs that have not waited).
 INSERT IGNORE INTO mysqlq_rate_waiting (bucket, job_id) VALUES {rows};
 
 -- name: set_next_at
