@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 import MySQLdb
@@ -19,9 +19,10 @@ from mysqlq.core.logs import FORMATS, configure, fatal
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "show_default": True}
 GLOBALS = "mysqlq.globals"  # ctx.meta key (meta is shared by every context of one invocation)
 ENV_FILES = "mysqlq.env_files"
+T = TypeVar("T")
 
 
-def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+def _remember(ctx: click.Context, param: click.Parameter, value: T) -> T:
     """Record a global option's value for the whole invocation. Parsing goes from ``mysqlq`` down to
     the command, so a value typed after the command wins over one typed before it; a value from the
     environment or a default never replaces one typed anywhere on the command line."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -17,6 +18,8 @@ from mysqlq.store import rates as store
 from mysqlq.store.db import CLI_RETRY, Database
 from mysqlq.store.schema import check_schema
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 def _scope(handler: str | None, queue: str | None) -> tuple[str, str]:
     if (handler is None) == (queue is None):
@@ -26,7 +29,7 @@ def _scope(handler: str | None, queue: str | None) -> tuple[str, str]:
     return "queue", check_name("queue", queue or "")
 
 
-def _target(func: Any) -> Any:
+def _target(func: F) -> F:
     func = click.option("--handler", metavar="NAME", default=None, envvar="MYSQLQ_LIMITS_HANDLER", show_envvar=True,
                         help="A handler's limit (per rate key).")(func)
     return click.option("--queue", metavar="NAME", default=None, envvar="MYSQLQ_LIMITS_QUEUE", show_envvar=True,

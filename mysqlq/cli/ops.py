@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +23,9 @@ from mysqlq.store import ops as store
 from mysqlq.store.db import CLI_RETRY, Cursor, Database
 from mysqlq.store.revive import retry_every_dead
 from mysqlq.store.schema import check_schema
+
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
 
 DEFAULT_LIMIT = 50
 
@@ -83,7 +86,7 @@ def _time(value: dt.datetime | None) -> str:
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _iso(value: Any) -> Any:
+def _iso(value: object) -> object:
     """JSON for a column value: times as ISO 8601 UTC, bytes as text."""
     if isinstance(value, dt.datetime):
         return value.isoformat() + "Z"
@@ -418,7 +421,7 @@ def purge(ctx: click.Context, done_age: str | None, dead_age: str | None, queue:
     if dry_run:
         click.echo(_purge_summary(counts, ages, "would delete"))
         return
-    bar: Any
+    bar: ProgressBar[int]
     with click.progressbar(length=sum(counts.values()), label="purging", file=sys.stderr) as bar:
         progress: Callable[[int], object] = bar.update
         deleted = job.run(progress=progress)

@@ -85,7 +85,7 @@ def declared_time_limit(func: Handler) -> float | None:
     return float(value) if value else None
 
 
-def check_concurrency_limit(value: Any) -> int:
+def check_concurrency_limit(value: object) -> int:
     """A concurrency limit is a whole number of jobs from 1 to MAX_CONCURRENCY_LIMIT."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY_LIMIT:
         raise ConfigError(f"concurrency_limit must be an integer from 1 to {MAX_CONCURRENCY_LIMIT}, got {value!r}")

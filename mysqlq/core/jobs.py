@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.errors import InvalidJob, ResultNotStored
@@ -53,6 +53,23 @@ PARENT_FAILURE = ("cancel", "run")
 # schema's mysqlq_jobs.tags (VARCHAR(700)), each tag mysqlq_job_tags.tag (VARCHAR(64)).
 MAX_TAGS = 10
 MAX_TAG_LENGTH = 64
+
+
+class EnqueueOptions(TypedDict, total=False):
+    """The options of an enqueue after the handler and the payload: the fields of :class:`Job`."""
+
+    queue: str
+    delay: float
+    run_at: datetime | None
+    priority: int
+    dedupe_key: str | None
+    max_attempts: int | None
+    time_limit: float | None
+    dedupe_scope: str
+    concurrency_key: str | None
+    after: Sequence[int]
+    on_parent_failure: str
+    tags: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -104,7 +121,7 @@ class Job:
                        self.tags)
 
 
-def job_row(settings: Settings, handler: str, payload: Any, queue: str, delay: float, run_at: datetime | None,
+def job_row(settings: Settings, handler: str, payload: object, queue: str, delay: float, run_at: datetime | None,
             priority: int, dedupe_key: str | None, max_attempts: int | None, time_limit: float | None,
             dedupe_scope: str, concurrency_key: str | None, tags: Sequence[str] = ()) -> tuple[Any, ...]:
     """:meth:`Job.row` of a job given field by field: what ``Producer.enqueue`` calls, without making
@@ -139,7 +156,7 @@ def job_row(settings: Settings, handler: str, payload: Any, queue: str, delay: f
             dedupe_scope, concurrency_key, encode_tags(tags) if tags else None, current_trace_context())
 
 
-def check_tags(tags: Any) -> list[str]:
+def check_tags(tags: object) -> list[str]:
     """``tags`` as a list without repeats, in the order given; InvalidJob says what is wrong."""
     if isinstance(tags, str | bytes) or not isinstance(tags, Sequence | set | frozenset):
         raise InvalidJob(f"tags must be a list of strings, got {tags!r}")
@@ -154,7 +171,7 @@ def check_tags(tags: Any) -> list[str]:
     return found
 
 
-def encode_tags(tags: Any) -> str:
+def encode_tags(tags: object) -> str:
     """The tags as the JSON array stored in mysqlq_jobs.tags, after :func:`check_tags`."""
     return _ENCODER.encode(check_tags(tags))
 
@@ -168,9 +185,9 @@ def decode_tags(stored: str | bytes | None) -> list[str]:
 PLAINLY_VALID_DELAY = 1e9
 
 
-def check_delay(delay: Any) -> None:
+def check_delay(delay: object) -> None:
     """Refuse a delay that is not a number of seconds the schema's run_at can hold (NaN, inf, 1e20...)."""
-    if type(delay) in (int, float) and 0 <= delay <= PLAINLY_VALID_DELAY:
+    if (type(delay) is float or type(delay) is int) and 0 <= delay <= PLAINLY_VALID_DELAY:
         return
     latest = (LATEST_RUN_AT - datetime.now(UTC).replace(tzinfo=None)).total_seconds()
     if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= latest:
@@ -178,7 +195,7 @@ def check_delay(delay: Any) -> None:
                          f"{latest:.4g}), got {delay!r}")
 
 
-def check_run_at(moment: Any) -> datetime:
+def check_run_at(moment: object) -> datetime:
     """``run_at`` as the naive UTC time the schema stores, refusing what DATETIME(6) cannot hold."""
     if not isinstance(moment, datetime):
         raise InvalidJob(f"run_at must be a datetime, got {moment!r}")
@@ -193,13 +210,13 @@ def check_run_at(moment: Any) -> datetime:
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def encode_payload(payload: Any, limit: int) -> bytes:
+def encode_payload(payload: object, limit: int) -> bytes:
     """JSON-encode a payload, refusing what JSON cannot hold (NaN and Infinity included: they are not
     JSON), what is nested too deeply to encode, and what is over the size limit."""
     return _encode(payload, limit, "payload", "; the limit is {limit} (max_payload_bytes)", InvalidJob)
 
 
-def encode_result(value: Any, limit: int) -> bytes | None:
+def encode_result(value: object, limit: int) -> bytes | None:
     """A handler's return value as its job's stored result: None (nothing stored, nothing written)
     for None; JSON up to ``limit`` bytes; else ResultNotStored saying why."""
     if value is None:
@@ -208,7 +225,7 @@ def encode_result(value: Any, limit: int) -> bytes | None:
                    ResultNotStored)
 
 
-def _encode(value: Any, limit: int, what: str, over: str, error: type[Exception]) -> bytes:
+def _encode(value: object, limit: int, what: str, over: str, error: type[Exception]) -> bytes:
     try:
         data = _ENCODER.encode(value).encode()
     except (TypeError, ValueError) as exc:

@@ -59,12 +59,12 @@ class Log(Protocol):
     """What mysqlq's code asks of a logger: the level methods and ``bind`` (a :class:`Logger`, the
     :class:`Lines` it binds to once the CLI configured logging, or a test's recorder)."""
 
-    def debug(self, event: str, **fields: Any) -> Any: ...
-    def info(self, event: str, **fields: Any) -> Any: ...
-    def warning(self, event: str, **fields: Any) -> Any: ...
-    def error(self, event: str, **fields: Any) -> Any: ...
-    def exception(self, event: str, **fields: Any) -> Any: ...
-    def bind(self, **fields: Any) -> Any: ...
+    def debug(self, event: str, **fields: object) -> object: ...
+    def info(self, event: str, **fields: object) -> object: ...
+    def warning(self, event: str, **fields: object) -> object: ...
+    def error(self, event: str, **fields: object) -> object: ...
+    def exception(self, event: str, **fields: object) -> object: ...
+    def bind(self, **fields: object) -> Log: ...
 
 
 class _Levels:
@@ -76,19 +76,19 @@ class _Levels:
     def _log(self, level: str, number: int, event: str, fields: dict[str, Any]) -> None:
         raise NotImplementedError
 
-    def debug(self, event: str, **fields: Any) -> None:
+    def debug(self, event: str, **fields: object) -> None:
         self._log("debug", logging.DEBUG, event, fields)
 
-    def info(self, event: str, **fields: Any) -> None:
+    def info(self, event: str, **fields: object) -> None:
         self._log("info", logging.INFO, event, fields)
 
-    def warning(self, event: str, **fields: Any) -> None:
+    def warning(self, event: str, **fields: object) -> None:
         self._log("warning", logging.WARNING, event, fields)
 
-    def error(self, event: str, **fields: Any) -> None:
+    def error(self, event: str, **fields: object) -> None:
         self._log("error", logging.ERROR, event, fields)
 
-    def exception(self, event: str, **fields: Any) -> None:
+    def exception(self, event: str, **fields: object) -> None:
         fields.setdefault("exc_info", True)
         self._log("error", logging.ERROR, event, fields)
 
@@ -120,16 +120,16 @@ class Logger:
     def __init__(self, name: str, context: dict[str, Any] | None = None) -> None:
         self._name = name
         self._context = context or {}
-        self._logger: Any = None
+        self._logger: _Levels | None = None
         self._generation = -1
 
-    def _resolve(self) -> Any:
-        if self._generation != _generation:
+    def _resolve(self) -> _Levels:
+        if self._generation != _generation or self._logger is None:
             self._logger = (Lines if _configured else _Records)(self._name, self._context)
             self._generation = _generation
         return self._logger
 
-    def bind(self, **fields: Any) -> Any:
+    def bind(self, **fields: object) -> Lines | Logger:
         """A logger with these fields too: once the CLI has configured logging, a :class:`Lines` (the
         worker binds one per batch and logs every job through it, so no proxy stands in the way)."""
         context = {**self._context, **fields}
@@ -137,20 +137,20 @@ class Logger:
             return Lines(self._name, context)
         return Logger(self._name, context)
 
-    def debug(self, event: str, **fields: Any) -> Any:
-        return self._resolve().debug(event, **fields)
+    def debug(self, event: str, **fields: object) -> None:
+        self._resolve().debug(event, **fields)
 
-    def info(self, event: str, **fields: Any) -> Any:
-        return self._resolve().info(event, **fields)
+    def info(self, event: str, **fields: object) -> None:
+        self._resolve().info(event, **fields)
 
-    def warning(self, event: str, **fields: Any) -> Any:
-        return self._resolve().warning(event, **fields)
+    def warning(self, event: str, **fields: object) -> None:
+        self._resolve().warning(event, **fields)
 
-    def error(self, event: str, **fields: Any) -> Any:
-        return self._resolve().error(event, **fields)
+    def error(self, event: str, **fields: object) -> None:
+        self._resolve().error(event, **fields)
 
-    def exception(self, event: str, **fields: Any) -> Any:
-        return self._resolve().exception(event, **fields)
+    def exception(self, event: str, **fields: object) -> None:
+        self._resolve().exception(event, **fields)
 
 
 class Lines(_Levels):
@@ -168,7 +168,7 @@ class Lines(_Levels):
     def context(self) -> dict[str, Any]:
         return self._context
 
-    def bind(self, **fields: Any) -> Lines:
+    def bind(self, **fields: object) -> Lines:
         return Lines(self._name, {**self._context, **fields})
 
     def _log(self, level: str, number: int, event: str, fields: dict[str, Any]) -> None:
@@ -263,12 +263,12 @@ def _column_spec(column: tuple[Any, ...]) -> str | None:
 _INT, _FLOAT, _STR = frozenset([int]), frozenset([float]), frozenset([str])
 
 
-def _plain(value: Any) -> bool:
+def _plain(value: str) -> bool:
     """Whether _value shows the string ``value`` as it is."""
     return value != "" and " " not in value and "\n" not in value
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     if type(value) is int:  # ids, attempts: never quoted
         return str(value)
     if type(value) is float:  # durations
@@ -277,7 +277,7 @@ def _value(value: Any) -> str:
     return repr(text) if not text or " " in text or "\n" in text else text
 
 
-def _exc_info(value: Any) -> Any:
+def _exc_info(value: object) -> Any:
     """An event's ``exc_info`` as a (type, exception, traceback) tuple, or None: True means the
     exception being handled, an exception means itself."""
     if isinstance(value, BaseException):
@@ -297,7 +297,7 @@ def _format_exc(event_dict: dict[str, Any]) -> None:
         event_dict["exception"] = "".join(traceback.format_exception(*info)).rstrip("\n")
 
 
-def _json_value(value: Any) -> Any:
+def _json_value(value: object) -> str:
     """What JSON output shows for a value json cannot encode: its repr."""
     return repr(value)
 
@@ -315,7 +315,7 @@ _threshold = 0  # the configured level, as a number: events below it are not wri
 LEVELS = logging.getLevelNamesMapping()
 
 
-def log_many(log: Any, level: str, event: str, keys: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> None:
+def log_many(log: Log, level: str, event: str, keys: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> None:
     """Log ``event`` once per row, the row's values named by ``keys``, through ``log`` (a logger of
     :func:`get_logger`, or one it bound): the same entries, in order, as calling ``log.<level>(event,
     key=value, ...)`` for each row, rendered for the whole batch at once. For the worker's one line
@@ -427,7 +427,7 @@ def _drop_into_emit(logger: Any, name: str, event_dict: MutableMapping[str, Any]
     raise _structlog().DropEvent
 
 
-def for_handler(log: Any, **fields: Any) -> Any:
+def for_handler(log: Log, **fields: object) -> Any:
     """A handler's ``ctx.log``: under the CLI, a structlog logger bound to ``log``'s fields and these,
     writing what mysqlq's own loggers write (structlog is imported and configured for it at the first
     call); as a library, ``log.bind(**fields)``."""

@@ -18,7 +18,10 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext
 
 MAX_LENGTH = 600  # the width of mysqlq_jobs.trace_context
 # A traceparent: version, trace id, parent span id, flags (a later version may add fields after them).
@@ -43,7 +46,7 @@ def current_trace_context() -> str | None:
     return stored_context(context)
 
 
-def stored_context(context: Any) -> str:
+def stored_context(context: SpanContext) -> str:
     """A valid OpenTelemetry SpanContext as a job stores it: its traceparent, then its tracestate
     when there is one and it fits."""
     parent = f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"

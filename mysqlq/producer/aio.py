@@ -8,10 +8,11 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar, Unpack
 
 from mysqlq import hint
 from mysqlq.core.config import Settings
+from mysqlq.core.jobs import EnqueueOptions
 from mysqlq.producer.offload import Offload, Steps
 from mysqlq.producer.outbox import Transaction
 from mysqlq.producer.pool import Pool
@@ -32,7 +33,7 @@ class AsyncTransaction:
     def queues(self) -> set[str]:
         return self.tx.queues
 
-    async def aenqueue(self, handler: str, payload: Any = None, **options: Any) -> int:
+    async def aenqueue(self, handler: str, payload: object = None, **options: Unpack[EnqueueOptions]) -> int:
         """Like Producer.enqueue (the same options), but the job exists only if the transaction commits."""
         return await self.offload.on_thread(self.steps.run, partial(self.tx.enqueue, handler, payload, **options))
 

@@ -6,12 +6,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, Unpack
 
 from mysqlq import hint
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
-from mysqlq.core.jobs import Job, JobState, job_row
+from mysqlq.core.jobs import EnqueueOptions, Job, JobState, job_row
 from mysqlq.producer import workflows
 from mysqlq.producer.offload import Offload
 from mysqlq.producer.outbox import Transaction
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mysqlq.producer.aio import AsyncTransaction
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 BULK_CHUNK = 1000  # jobs per INSERT of enqueue_many, at most
 BULK_BYTES = 4 * 1024 * 1024  # an INSERT of enqueue_many ends once its payloads reach this many bytes
 POOL_SIZE = 8  # connections a Producer opens at most, shared by its threads
@@ -57,7 +58,7 @@ class Producer:
     def enqueue(
         self,
         handler: str,
-        payload: Any = None,
+        payload: object = None,
         *,
         queue: str = "default",
         delay: float = 0.0,
@@ -225,7 +226,7 @@ class Producer:
 
     # ------------------------------------------------------------------ from async code
 
-    async def aenqueue(self, handler: str, payload: Any = None, **options: Any) -> int:
+    async def aenqueue(self, handler: str, payload: object = None, **options: Unpack[EnqueueOptions]) -> int:
         """Like :meth:`enqueue` (the same options), without blocking the event loop."""
         return await self.offload.call(partial(self.enqueue, handler, payload, **options))
 
@@ -264,7 +265,7 @@ class Producer:
         self.close()
 
 
-def _in_transaction(cur: Cursor, insert: Callable[..., T], *args: Any) -> T:
+def _in_transaction(cur: Cursor, insert: Callable[[Cursor, *Ts], T], *args: *Ts) -> T:
     """``insert(cur, *args)`` in a transaction of its own (a workflow is enqueued whole or not at all)."""
     with transaction(cur.connection):
         return insert(cur, *args)

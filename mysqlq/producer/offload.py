@@ -14,12 +14,14 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar, TypeVarTuple
 
 if TYPE_CHECKING:
     import asyncio
 
 T = TypeVar("T")
+P = ParamSpec("P")
+Ts = TypeVarTuple("Ts")
 
 
 class Offload:
@@ -47,12 +49,12 @@ class Offload:
             gate = self._gates[loop] = asyncio.Semaphore(self.size)
         return gate
 
-    async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def call(self, func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``func(*args, **kwargs)`` on a thread; the loop goes on meanwhile."""
         async with self._gate():
             return await self.on_thread(func, *args, **kwargs)
 
-    async def on_thread(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def on_thread(self, func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """The same, for a caller that already holds a place (an open transaction). The call runs in a
         copy of the caller's context, as ``asyncio.to_thread`` does: what a job is enqueued with
         from it (the current span's trace context) is the awaiting task's."""
@@ -83,7 +85,7 @@ class Steps:
         self.stack = ExitStack()
         self.lock = threading.Lock()
 
-    def run(self, func: Callable[..., T], *args: Any) -> T:
+    def run(self, func: Callable[[*Ts], T], *args: *Ts) -> T:
         with self.lock:
             return func(*args)
 

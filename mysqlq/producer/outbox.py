@@ -4,10 +4,10 @@ transaction commits."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Unpack
 
 from mysqlq.core.config import Dsn, Settings
-from mysqlq.core.jobs import Job
+from mysqlq.core.jobs import EnqueueOptions, Job
 from mysqlq.producer import workflows
 from mysqlq.producer.workflows import Group
 from mysqlq.store.db import Connection, Cursor
@@ -26,7 +26,7 @@ class Transaction:
         cursor: Cursor = self.conn.cursor()
         return cursor
 
-    def enqueue(self, handler: str, payload: Any = None, **options: Any) -> int:
+    def enqueue(self, handler: str, payload: object = None, **options: Unpack[EnqueueOptions]) -> int:
         """Like Producer.enqueue, but the job exists only if the transaction commits."""
         job = Job(handler, payload, **options)
         job_id = enqueue_on(self.conn, job, self.settings)

@@ -25,6 +25,6 @@ def execute(cur: Cursor, name: str, params: Mapping[str, Any] | Sequence[Any] | 
     return int(cur.execute(query(name), params))
 
 
-def execute_in(cur: Cursor, name: str, items: Sequence[Any], *extra: Any, before: Sequence[Any] = ()) -> int:
+def execute_in(cur: Cursor, name: str, items: Sequence[object], *extra: object, before: Sequence[object] = ()) -> int:
     """Run a named statement whose ``{ids}`` list is ``items``; positional params around it."""
     return int(cur.execute(expand(name, len(items)), [*before, *items, *extra]))

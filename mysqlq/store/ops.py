@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,8 +188,12 @@ class Change:
     running: int = 0  # of the changed jobs, how many were running (a cancel asks their handlers to stop)
 
 
+# What may refuse a change, by raising, given each named job that exists: id → (status, queue).
+Check = Callable[[Mapping[int, tuple[str, str]]], None]
+
+
 def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequence[str],
-                check: Any) -> Change:
+                check: Check) -> Change:
     """In one short transaction: lock the named jobs, let ``check(found)`` refuse (by raising), then
     run ``statement`` over them. ``found`` maps each existing id to (status, queue)."""
     with transaction(cur.connection):
@@ -206,7 +210,7 @@ def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequen
     return Change(changed, queues, running)
 
 
-def cancel_workflow(cur: Cursor, job_id: int, check: Any) -> Change:
+def cancel_workflow(cur: Cursor, job_id: int, check: Check) -> Change:
     """Cancel every job of ``job_id``'s workflow (it, its parents and dependents, theirs in turn)
     that has not ended yet; ``check(found)`` may refuse first (the job itself must exist)."""
     ids = dependencies.workflow(cur, job_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
 
 
 def age(seconds: float | None) -> str:
@@ -18,5 +18,5 @@ def age(seconds: float | None) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
-def utc(value: Any) -> str:
+def utc(value: datetime | None) -> str:
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S") + " UTC"

@@ -10,9 +10,12 @@ starts, and forgotten when its outcome is written. A worker that does not trace 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mysqlq.core.tracing import stored_context
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 
 class Runs:
@@ -25,7 +28,7 @@ class Runs:
     def __bool__(self) -> bool:
         return bool(self._ran_in)
 
-    def started(self, job_id: int, span: Any) -> None:
+    def started(self, job_id: int, span: Span) -> None:
         """``job_id``'s run is in ``span`` (an OpenTelemetry Span)."""
         context = span.get_span_context()
         if context.is_valid:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from mysqlq.core.config import Settings
 from mysqlq.core.logs import Log
-from mysqlq.store.db import FOREVER, Connection, Database
+from mysqlq.store.db import FOREVER, Connection, Cursor, Database
 
 AFTER_ERROR = 1.0  # seconds before a service that failed runs again
 
@@ -24,7 +24,7 @@ class Service(Protocol):
 
     def run(self) -> None: ...
 
-    def on_connect(self, cur: Any) -> None: ...
+    def on_connect(self, cur: Cursor) -> None: ...
 
 
 class Services:

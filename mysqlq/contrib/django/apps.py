@@ -4,7 +4,6 @@ the queue's schema is migrated, and ``manage.py mysqlq_worker``."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from django.apps import AppConfig
 from django.core import checks
@@ -20,7 +19,7 @@ class MysqlqConfig(AppConfig):  # type: ignore[misc]
 
 
 def check_queue_schema(app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None,
-                       **kwargs: Any) -> Iterable[checks.CheckMessage]:
+                       **kwargs: object) -> Iterable[checks.CheckMessage]:
     """For each mysqlq task backend whose database is checked (``manage.py check --database``,
     ``migrate``): its queue's schema is the one this mysqlq needs."""
     from mysqlq.contrib.django import compat

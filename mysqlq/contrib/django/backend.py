@@ -32,12 +32,13 @@ from typing import Any
 from django.core import checks
 from django.db import connections, transaction
 
+from mysqlq import hint
 from mysqlq.contrib.django import compat
 from mysqlq.contrib.django.results import task_result
 from mysqlq.core import tls
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import ConfigError, InvalidJob
-from mysqlq.core.jobs import Job, Status
+from mysqlq.core.jobs import Job, JobState, Status
 from mysqlq.producer.enqueue import Producer
 from mysqlq.producer.outbox import enqueue_on
 from mysqlq.store import jobs as jobs_store
@@ -110,7 +111,7 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         self._lock = threading.Lock()
         self._holds_queue: dict[str, bool] = {}  # database name → it holds mysqlq's tables
         self._valid_queues: set[str] = set()
-        self._hints: Any = None  # the producer's hint sender, once there is one
+        self._hints: hint.Sender | None = None  # the producer's hint sender, once there is one
         self._local = threading.local()  # per thread: the queues its open transaction will hint
 
     # ------------------------------------------------------------------ settings and connections
@@ -234,14 +235,14 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
             raise compat.TaskResultDoesNotExist(result_id)
         return task_result_of(state, self.alias)
 
-    def check(self, **kwargs: Any) -> Iterable[Any]:
+    def check(self, **kwargs: object) -> Iterable[checks.CheckMessage]:
         try:
             self.settings()
         except ConfigError as exc:
             yield checks.Error(str(exc), id="mysqlq.E001")
 
 
-def task_result_of(state: Any, alias: str) -> Any:
+def task_result_of(state: JobState, alias: str) -> Any:
     """A Django TaskResult from where a mysqlq job stands."""
     from mysqlq.contrib.django.runner import declared_task
 

@@ -105,7 +105,7 @@ def workflow(job_id: int) -> str:
     return render_template("workflow.html", job_id=job_id, flow=found, counts=counts, limit=WORKFLOW_LIMIT)
 
 
-def _pretty(raw: Any) -> str:
+def _pretty(raw: object) -> str:
     """A payload indented when it is JSON, else as stored (invalid UTF-8 replaced)."""
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw)
     try:
