@@ -17,7 +17,7 @@ from mysqlq.cli import main, settings
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.durations import format_duration, parse_duration
 from mysqlq.core.errors import ConfigError, MysqlqError, NotFound
-from mysqlq.core.jobs import CANCELLABLE, ENDED, STATUSES, Status, check_tags
+from mysqlq.core.jobs import CANCELLABLE, ENDED, STATUSES, Status, any_of, check_tags
 from mysqlq.leader.retention import Purge
 from mysqlq.store import ops as store
 from mysqlq.store.db import CLI_RETRY, Cursor, Database
@@ -266,9 +266,8 @@ def _refuse(found: Mapping[int, tuple[str, str]], ids: Sequence[int], allowed: S
         raise NotFound(f"no job with id {listed}" if len(missing) == 1 else f"no jobs with ids {listed}")
     wrong = [(job_id, found[job_id][0]) for job_id in ids if found[job_id][0] not in allowed]
     if wrong:
-        what = allowed[0] if len(allowed) == 1 else f"{', '.join(allowed[:-1])} or {allowed[-1]}"
         listed = ", ".join(f"job {job_id} is {status}" for job_id, status in wrong)
-        raise JobStateError(f"{listed}: only {what} jobs can be {action}; nothing was changed")
+        raise JobStateError(f"{listed}: only {any_of(allowed)} jobs can be {action}; nothing was changed")
 
 
 def _change(db: Database, statement: str, ids: Sequence[int], allowed: Sequence[str], action: str) -> store.Change:

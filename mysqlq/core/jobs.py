@@ -37,6 +37,11 @@ FAILED = (Status.DEAD, Status.CANCELLED)  # ended without success
 ENDED = (Status.DONE, *FAILED)  # finished: the history that retention purges
 LIVE = (*CANCELLABLE, Status.DEAD)  # what the dashboard counts (dead jobs wait for an operator)
 NOT_RUNNING = (*PENDING, *ENDED)
+
+
+def any_of(statuses: Sequence[str]) -> str:
+    """``ready, scheduled or running``: statuses as a message names the ones an action accepts."""
+    return statuses[0] if len(statuses) == 1 else f"{', '.join(statuses[:-1])} or {statuses[-1]}"
 MAX_DEDUPE_KEY = 191
 MAX_CONCURRENCY_KEY = 191
 MAX_ATTEMPTS_LIMIT = 1000

@@ -8,7 +8,7 @@ from typing import Any
 from mysqlq import hint
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import MysqlqError, NotFound
-from mysqlq.core.jobs import CANCELLABLE, Status
+from mysqlq.core.jobs import CANCELLABLE, Status, any_of
 from mysqlq.store import ops as ops_store
 from mysqlq.store import schedules as schedules_store
 from mysqlq.store.db import Cursor
@@ -27,8 +27,7 @@ def _change(run: Run, statement: str, job_id: int, allowed: tuple[str, ...], ver
             raise NotFound(f"no job with id {job_id}")
         status = found[job_id][0]
         if status not in allowed:
-            what = allowed[0] if len(allowed) == 1 else f"{', '.join(allowed[:-1])} or {allowed[-1]}"
-            raise ActionRefused(f"job {job_id} is {status}: only {what} jobs can be {verb}")
+            raise ActionRefused(f"job {job_id} is {status}: only {any_of(allowed)} jobs can be {verb}")
 
     change: ops_store.Change = run(lambda cur: ops_store.change_jobs(cur, statement, [job_id], allowed, check))
     return change
