@@ -10,6 +10,7 @@ from flask import Flask, render_template
 from werkzeug.exceptions import HTTPException
 
 from mysqlq.core import logs
+from mysqlq.core.jobs import CANCELLABLE
 from mysqlq.web import formats, guard, views
 from mysqlq.web.access import CSRF_FIELD
 from mysqlq.web.state import EXTENSION, Dashboard, WebSettings
@@ -27,7 +28,7 @@ def create_app(web: WebSettings) -> Flask:
     app.teardown_request(flush_logs)
     app.register_error_handler(HTTPException, error_page)
     views.register(app)
-    app.jinja_env.globals.update(csrf_field=CSRF_FIELD, age=formats.age, utc=formats.utc)
+    app.jinja_env.globals.update(csrf_field=CSRF_FIELD, age=formats.age, utc=formats.utc, cancellable=CANCELLABLE)
     return app
 
 
