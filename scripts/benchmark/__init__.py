@@ -4,7 +4,5 @@
 per figure as soon as it is known, and returns the figures (for the summary table); what they share
 (``shared``: sizes, default settings, the drains they time), the bare-SQL reference loop (``bare``), the
 plumbing (``common``), the Galera comparison (``galera``), the paced producer run on another test host
-(``producer``), the profile (``profiling``), the server's work per job (``serverwork``) and that of
-candidate schema designs (``designs``, whose loops are ``design_loop``). ``bare.py``,
-``design_loop.py`` and ``producer.py`` also run as scripts of their own (in worker processes, on
-other hosts)."""
+(``producer``), the profile (``profiling``) and the server's work per job (``serverwork``). ``bare.py`` and
+``producer.py`` also run as scripts of their own (in worker processes, on other hosts)."""

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -422,20 +422,18 @@ def fill_jobs(cur: Any, n: int, handler: str = "bench.noop", payloads: Sequence[
 def pending(cur: Any) -> bool:
     """Is any job not finished yet? (Cheap index probes: the running rows of mysqlq_jobs_state, and its
     ready, scheduled, blocked and waiting ranges; a probe by status alone would read the history.)"""
-    # (running_batch 0 is "none" too: W1flag's inplace prototype writes 0 rather than NULL; a token is never 0)
+    # (running_batch 0 counts as "none" too: a token is never 0)
     cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_jobs WHERE running_batch > 0)"
                 " OR EXISTS(SELECT 1 FROM mysqlq_jobs WHERE (running_batch IS NULL OR running_batch = 0)"
                 "           AND status IN ('ready', 'scheduled', 'blocked', 'waiting'))")
     return bool(cur.fetchone()[0])
 
 
-def wait_drained(cur: Any, workers: Workers | None, timeout: float, interval: float = 0.01,
-                 unfinished: Callable[[Any], bool] = pending) -> float:
-    """Poll until every job is finished (``unfinished``: whether any is not, :func:`pending` unless a
-    prototype keeps its jobs elsewhere); returns time.perf_counter() at that moment."""
+def wait_drained(cur: Any, workers: Workers | None, timeout: float, interval: float = 0.01) -> float:
+    """Poll until every job is finished (:func:`pending`); returns time.perf_counter() at that moment."""
 
     def drained() -> bool:
-        if not unfinished(cur):
+        if not pending(cur):
             return True
         if workers is not None:
             workers.check_alive()

@@ -102,13 +102,11 @@ def children_cpu() -> float:
 
 def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str] = (),
                  global_options: Sequence[str] = (), dsn: mysqlq.Dsn | None = None,
-                 after_fill: Callable[[Any], None] | None = None, env: dict[str, str] | None = None,
-                 unfinished: Callable[[Any], bool] = pending) -> Drain:
+                 after_fill: Callable[[Any], None] | None = None, env: dict[str, str] | None = None) -> Drain:
     """W1: put N jobs in the table, start K workers, time until every job is done.
 
     With ``dsn`` the jobs go into that (existing) database, e.g. one holding history (W5);
-    ``after_fill`` changes the jobs (on the cursor) before the workers start; ``env`` is added to theirs;
-    ``unfinished`` tells whether any job is not finished yet (a prototype may keep them elsewhere).
+    ``after_fill`` changes the jobs (on the cursor) before the workers start; ``env`` is added to theirs.
     """
     own = dsn is None
     if dsn is None:
@@ -126,7 +124,7 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     cpu, server = children_cpu(), server_cpu(bench)
     workers = bench.workers(dsn, k, *options, tag=name, global_options=global_options, env=env)
     try:
-        ended = wait_drained(cur, workers, timeout=max(120.0, n / 50), unfinished=unfinished)
+        ended = wait_drained(cur, workers, timeout=max(120.0, n / 50))
         server = cpu_since(server_cpu(bench), server)
     finally:
         workers.stop()
