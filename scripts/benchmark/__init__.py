@@ -1,8 +1,18 @@
-"""The benchmark behind ``scripts/bench``: one module per workload of docs/performance.md (``w1`` … ``w8``,
-``w1warm``, ``workflows`` for W9, ``django_enqueue`` for W4django) and the claim-strategy comparison
-(``strategies``), each a function of a Bench that runs its workload ``bench.runs`` times, prints one line
-per figure as soon as it is known, and returns the figures (for the summary table); what they share
-(``shared``: sizes, default settings, the drains they time), the bare-SQL reference loop (``bare``), the
-plumbing (``common``), the Galera comparison (``galera``), the paced producer run on another test host
-(``producer``), the profile (``profiling``) and the server's work per job (``serverwork``). ``bare.py`` and
-``producer.py`` also run as scripts of their own (in worker processes, on other hosts)."""
+"""The benchmark behind ``scripts/bench``: a module per kind of workload of docs/performance.md, named
+by what it measures, each run as the sections W1…W10 that ``scripts/bench --only`` names:
+
+- ``drain`` (W1: a backlog drained, against the bare-SQL loop and its ceiling), ``drain_warm`` (W1warm:
+  idle workers handed a backlog), ``drain_tls`` (W1tls), ``drain_traced`` (W1otel: what tracing costs);
+- ``latency`` (W2), ``idle`` (W3), ``enqueue`` (W4), ``django_enqueue`` (W4django), ``history`` (W5:
+  the drain beside done rows, and their purge), ``recovery`` (W6: a worker killed), ``io_bound`` (W7,
+  W7sweep), ``fairness`` (W8: slow jobs spread over workers), ``workflows`` (W9), ``rate_limit`` (W10,
+  W10keys), ``strategies`` (the claim strategies);
+
+each a function of a Bench that runs its workload ``bench.runs`` times, prints one line per figure as
+soon as it is known, and returns the figures (for the summary table). Beside them: what they share
+(``shared``: sizes, default settings, the drains they time), the bare-SQL reference loop (``bare``),
+the plumbing (``common``), the Galera comparison (``galera``), the paced producer run on another test
+host (``producer``), the profile and the CPU of the worker's and the producer's own code
+(``profiling``, with ``parts_worker`` and ``enqueue_cpu``) and the server's work per job by statement
+and index (``serverwork``). ``bare.py`` and ``producer.py`` also run as scripts of their own (in worker
+processes, on other hosts)."""

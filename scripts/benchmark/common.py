@@ -1,6 +1,6 @@
 """Plumbing for ``scripts/bench``: the server, fresh databases, worker processes, figures and their lines.
 
-Nothing here measures anything by itself; the workload modules (:mod:`benchmark.w1` …) do.
+Nothing here measures anything by itself; the workload modules (:mod:`benchmark.drain` …) do.
 """
 
 from __future__ import annotations
