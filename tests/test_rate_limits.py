@@ -17,8 +17,9 @@ import pytest
 import mysqlq
 from mysqlq import Job
 from mysqlq.core.errors import ConfigError
-from mysqlq.core.rates import RateLimit, parse_rate
+from mysqlq.core.rates import TURN_SPAN, RateLimit, parse_rate
 from mysqlq.store import claims, rates
+from mysqlq.store.db import transaction
 
 from .conftest import QueueDB
 
@@ -274,3 +275,32 @@ def test_a_job_whose_turn_comes_within_moments_stays_claimed_and_starts_then(qdb
         conn.close()
     assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (third,)) == "scheduled"
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_rate_starts") == 2
+
+
+def test_a_claim_that_admits_holds_none_and_a_job_given_back_late_keeps_its_place(qdb: QueueDB) -> None:
+    # A job admitted has its handler entered within its grace, so its claim holds no other job for a
+    # turn (that wait would use the grace up): the second is set aside although its turn is within
+    # the hold. Given back late (not entered in time), the first waits in its bucket again and comes
+    # back as a job that waited, for the place of its own start: with the second (its start was
+    # stamped a moment after the second's turn was planned), ahead of the new third.
+    limit, bucket = RateLimit(1, 0.5), "handler:test.rated"
+    with qdb.producer() as producer:
+        first, second, third = (producer.enqueue("test.rated") for _ in range(3))
+    conn = qdb.connect()
+    try:
+        with conn.cursor() as cur:
+            assert claims.claim_update(cur, "default", 7, 1, "w", 60, 2) == 2
+            mixed = rates.admit(cur, 7, [rates.Limited(job, bucket, limit) for job in (first, second)], hold=1.0)
+            assert mixed.admitted == {first} and not mixed.held and set(mixed.deferred) == {second}
+            with transaction(conn):
+                rates.wait_again(cur, [(bucket, first)])
+                assert claims.release(cur, 7, [first]) == 1
+            assert claims.claim_update(cur, "default", 8, 1, "w", 60, 2) == 2  # the first and the third
+            again = rates.admit(cur, 8, [rates.Limited(job, bucket, limit) for job in (first, third)])
+            assert not again.admitted and set(again.deferred) == {first, third}
+    finally:
+        conn.close()
+    run_at = dict(qdb.query("SELECT id, run_at FROM mysqlq_jobs"))
+    assert abs((run_at[first] - run_at[second]).total_seconds()) < TURN_SPAN
+    assert run_at[first] < run_at[third] and run_at[second] < run_at[third]
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_rate_starts") == 1  # the first's start still counts
