@@ -21,7 +21,7 @@ from mysqlq.hint import notify
 from mysqlq.producer.enqueue import Producer
 from mysqlq.producer.outbox import Transaction, enqueue_on
 from mysqlq.producer.workflows import Group
-from mysqlq.worker.context import JobContext
+from mysqlq.worker.running.context import JobContext
 
 __all__ = [
     "ConfigError",

@@ -22,16 +22,16 @@ from mysqlq.core.handlers import Registry
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store.db import Database
 from mysqlq.worker.batches import Batches
-from mysqlq.worker.cancels import Cancels
-from mysqlq.worker.claimer import Claim
-from mysqlq.worker.claimsize import HORIZON, Durations, RunTally, claim_limit, surplus
+from mysqlq.worker.intake.claimer import Claim
+from mysqlq.worker.intake.claimsize import HORIZON, Durations, RunTally, claim_limit, surplus
+from mysqlq.worker.intake.limits import Limits
 from mysqlq.worker.keeper import Keeper, StopFlag
-from mysqlq.worker.leases import Leases
-from mysqlq.worker.limits import Limits
-from mysqlq.worker.metrics import NoMetrics
-from mysqlq.worker.report import Report
-from mysqlq.worker.runner import Prepared, Runner
-from mysqlq.worker.slots import Running, Slots
+from mysqlq.worker.running.cancels import Cancels
+from mysqlq.worker.running.runner import Prepared, Runner
+from mysqlq.worker.running.slots import Running, Slots
+from mysqlq.worker.settling.leases import Leases
+from mysqlq.worker.settling.metrics import NoMetrics
+from mysqlq.worker.settling.report import Report
 
 from .conftest import MYSQLQ, QueueDB
 

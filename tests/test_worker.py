@@ -18,9 +18,9 @@ from mysqlq.core import logs
 from mysqlq.core.handlers import Registry
 from mysqlq.store import claims
 from mysqlq.store.db import Cursor, Database, RetryPolicy, connect
-from mysqlq.worker.claimer import Claimer
-from mysqlq.worker.limits import Limits
-from mysqlq.worker.rates import Rates
+from mysqlq.worker.intake.claimer import Claimer
+from mysqlq.worker.intake.limits import Limits
+from mysqlq.worker.intake.rates import Rates
 
 from .conftest import QueueDB, unavailable, with_database
 

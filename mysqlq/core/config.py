@@ -330,7 +330,7 @@ class Settings:
     dsn: Dsn = field(default_factory=lambda: dsn_from_environment())
     queues: tuple[str, ...] = ("default",)
     worker_name: str = field(default_factory=default_worker_name)
-    batch_size: int = 500  # at most: claims are sized to what the slots start soon (mysqlq.worker.claimsize)
+    batch_size: int = 500  # at most: claims are sized to what the slots start soon (mysqlq.worker.intake.claimsize)
     concurrency: int = 5  # jobs in flight per worker process (see the README for why 5)
     poll_interval: float = 2.0
     flush_interval: float = 0.5

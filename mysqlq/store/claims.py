@@ -176,7 +176,7 @@ def end_with_dependents(cur: Cursor, batch_id: int, done: dict[int, bytes | None
                         dead: dict[int, str], runs: dict[int, str] | None = None) -> dependencies.Ended:
     """End jobs the bulk statements left running because others wait for them, releasing those, in
     one transaction: which ended (the others were taken over), and the queues that gained ready jobs.
-    ``runs``: the spans they ran in, when the worker traces (mysqlq.worker.runs)."""
+    ``runs``: the spans they ran in, when the worker traces (mysqlq.worker.settling.runs)."""
     with transaction(cur.connection):
         return dependencies.end_parents(cur, batch_id, done, dead, runs)
 

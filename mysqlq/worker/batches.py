@@ -3,7 +3,7 @@ the way to the database, in the log and back to the concurrency limits, and the 
 that ended with plain successes, held to go with the next claim (two round trips fewer a batch).
 
 The keeper (mysqlq.worker.keeper) starts the jobs and hands their outcomes here; the claimer
-(mysqlq.worker.claimer) asks for the held completion. Everything runs on the worker's main thread.
+(mysqlq.worker.intake.claimer) asks for the held completion. Everything runs on the worker's main thread.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.logs import Log
 from mysqlq.store import claims
 from mysqlq.store.db import Database
-from mysqlq.worker.cancels import Cancels
-from mysqlq.worker.claimer import Claim
-from mysqlq.worker.leases import Leases
-from mysqlq.worker.limits import Limits, keyed
-from mysqlq.worker.outcomes import DoneIn, Outcome, OutcomeBuffer, cancelled_while_running
-from mysqlq.worker.report import Report
-from mysqlq.worker.runs import Runs
+from mysqlq.worker.intake.claimer import Claim
+from mysqlq.worker.intake.limits import Limits, keyed
+from mysqlq.worker.running.cancels import Cancels
+from mysqlq.worker.settling.leases import Leases
+from mysqlq.worker.settling.outcomes import DoneIn, Outcome, OutcomeBuffer, cancelled_while_running
+from mysqlq.worker.settling.report import Report
+from mysqlq.worker.settling.runs import Runs
 
 
 @dataclass(eq=False)
@@ -37,7 +37,7 @@ class Batch:
     log: Log
     ids: list[int]  # every job of the claim
     in_flight: int = 0  # jobs of it running in a slot
-    keyed: bool = False  # some of its jobs carry a concurrency key (mysqlq.worker.limits)
+    keyed: bool = False  # some of its jobs carry a concurrency key (mysqlq.worker.intake.limits)
     unsized: bool = False  # claimed in full before its queue's durations were known (Keeper.shrink)
     looked: float = 0.0  # when shrink last looked at it (monotonic)
 
@@ -124,7 +124,7 @@ class Batches:
         """Write due outcomes; a batch with nothing left to run is written in full and let go.
         ``final_only`` is for the exit: whatever is pending is written, finished or not. ``hold``: a
         batch that ended with plain successes only is kept as :attr:`held`, for the claim that
-        follows in this turn to carry its completion (mysqlq.worker.claimer.RideAlong)."""
+        follows in this turn to carry its completion (mysqlq.worker.intake.claimer.RideAlong)."""
         if final_only:
             self.write_held()
         for batch in list(self.by_id.values()):

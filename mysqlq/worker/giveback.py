@@ -1,7 +1,7 @@
 """Claims sized blind give back what they hold beyond what the slots start soon.
 
 Before a queue's durations are known a worker claims a whole batch, as for short jobs, so that a
-cold start loses no round trip (mysqlq.worker.claimsize.claim_limit). Once a job of the queue says
+cold start loses no round trip (mysqlq.worker.intake.claimsize.claim_limit). Once a job of the queue says
 how long they take, or has run past the claim horizon without finishing (a lower bound), the jobs
 the slots cannot start within the horizon go back, unspent, and other workers are woken for them:
 slow jobs are not hoarded.
@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 
 from mysqlq.core.config import Settings
 from mysqlq.worker.batches import Batches
-from mysqlq.worker.claimsize import surplus
-from mysqlq.worker.pace import Pace
-from mysqlq.worker.slots import Slots
+from mysqlq.worker.intake.claimsize import surplus
+from mysqlq.worker.intake.pace import Pace
+from mysqlq.worker.running.slots import Slots
 
 
 class GiveBack:

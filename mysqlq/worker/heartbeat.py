@@ -17,7 +17,7 @@ from mysqlq.leader.limits_sweep import LimitsSweep
 from mysqlq.store import hints as hint_store
 from mysqlq.store import workers as store
 from mysqlq.store.db import Cursor, Database
-from mysqlq.worker.leases import Leases
+from mysqlq.worker.settling.leases import Leases
 
 
 def pid_alive(pid: int) -> bool:

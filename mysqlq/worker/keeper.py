@@ -4,7 +4,7 @@ batches themselves and the writing of outcomes are mysqlq.worker.batches'.
 
 One engine for every concurrency. A plain (``def``) handler runs on the main thread, under its
 time limit (SIGALRM), when the worker has one slot or when the handler is known to be quicker than a
-hand-off to a thread; otherwise jobs run in the slots (mysqlq.worker.slots). ``--concurrency 1``
+hand-off to a thread; otherwise jobs run in the slots (mysqlq.worker.running.slots). ``--concurrency 1``
 therefore runs every plain job on the main thread, one after another, with the statements of a
 worker that never had slots.
 """
@@ -24,14 +24,14 @@ from mysqlq.core.logs import Log
 from mysqlq.store import rates
 from mysqlq.store.db import Connection, Database
 from mysqlq.worker.batches import Batch, Batches
-from mysqlq.worker.claimer import Claim
-from mysqlq.worker.claimsize import RunTally
 from mysqlq.worker.giveback import GiveBack
-from mysqlq.worker.leases import Leases
-from mysqlq.worker.outcomes import Outcome, cancelled_before_start
-from mysqlq.worker.pace import Pace
-from mysqlq.worker.runner import HandlerSpec, Prepared, Runner, describe, timed_out
-from mysqlq.worker.slots import Running, Slots
+from mysqlq.worker.intake.claimer import Claim
+from mysqlq.worker.intake.claimsize import RunTally
+from mysqlq.worker.intake.pace import Pace
+from mysqlq.worker.running.runner import HandlerSpec, Prepared, Runner, describe, timed_out
+from mysqlq.worker.running.slots import Running, Slots
+from mysqlq.worker.settling.leases import Leases
+from mysqlq.worker.settling.outcomes import Outcome, cancelled_before_start
 
 INLINE_TURN = 0.1  # seconds of jobs run on the main thread before the worker's loop gets a turn
 UNSET = HandlerSpec(lambda payload, ctx: None, None, False, False)  # dispatch's placeholder before a handler is known

@@ -12,7 +12,7 @@ from mysqlq.hint import Wake
 from mysqlq.leader.elector import Elector
 from mysqlq.store import claims
 from mysqlq.store.db import Database
-from mysqlq.worker.claimsize import HORIZON
+from mysqlq.worker.intake.claimsize import HORIZON
 
 # A claim made before its queue's durations were known gives back what its slots cannot start soon
 # once a job has run past the horizon: a burst worker that found nothing waits this long after such

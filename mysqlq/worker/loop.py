@@ -25,22 +25,22 @@ from mysqlq.leader.maintainer import Maintainer
 from mysqlq.store import claims
 from mysqlq.store.db import FOREVER, Database, RetryPolicy, StopRequested
 from mysqlq.store.schema import check_schema, migration_running
-from mysqlq.worker import metrics as worker_metrics
 from mysqlq.worker.batches import Batches
-from mysqlq.worker.cancels import Cancels, CancelWatch
-from mysqlq.worker.claimer import Claimer
-from mysqlq.worker.claimsize import claim_limit
 from mysqlq.worker.heartbeat import Heartbeat
+from mysqlq.worker.intake.claimer import Claimer
+from mysqlq.worker.intake.claimsize import claim_limit
+from mysqlq.worker.intake.limits import Limits
+from mysqlq.worker.intake.rates import Rates
 from mysqlq.worker.keeper import Keeper, StopFlag
-from mysqlq.worker.leases import Leases
-from mysqlq.worker.limits import Limits
 from mysqlq.worker.lookout import Lookout
-from mysqlq.worker.progress import ProgressBoard, ProgressWriter
-from mysqlq.worker.rates import Rates
-from mysqlq.worker.report import Report
-from mysqlq.worker.runner import Runner
+from mysqlq.worker.running.cancels import Cancels, CancelWatch
+from mysqlq.worker.running.progress import ProgressBoard, ProgressWriter
+from mysqlq.worker.running.runner import Runner
+from mysqlq.worker.running.slots import Slots
 from mysqlq.worker.services import Services
-from mysqlq.worker.slots import Slots
+from mysqlq.worker.settling import metrics as worker_metrics
+from mysqlq.worker.settling.leases import Leases
+from mysqlq.worker.settling.report import Report
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 ONCE = RetryPolicy(attempts=1)
@@ -267,7 +267,7 @@ class Worker:
         self.lookout.ready_in(news.ready)
 
     def _claim(self, keeper: Keeper) -> bool | None:
-        """Claim what the slots can start soon (mysqlq.worker.claimsize): True when jobs came (or were
+        """Claim what the slots can start soon (mysqlq.worker.intake.claimsize): True when jobs came (or were
         set aside, blocked by their concurrency limit), False when none did, None when no claim was sent
         (no slot free for one)."""
         settings, lookout, batches = self.settings, self.lookout, self.batches

@@ -1,4 +1,4 @@
-"""The main thread's time limit (mysqlq.worker.runner.Alarm): a lazy SIGALRM timer that quick jobs do
+"""The main thread's time limit (mysqlq.worker.running.runner.Alarm): a lazy SIGALRM timer that quick jobs do
 not set, which still ends each job at its own limit, whatever limit an earlier job left the timer at."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from mysqlq.core.errors import JobTimeout
-from mysqlq.worker.runner import Alarm
+from mysqlq.worker.running.runner import Alarm
 
 
 @pytest.fixture

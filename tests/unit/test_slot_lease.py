@@ -9,8 +9,8 @@ from typing import Any
 
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.worker.runner import Prepared
-from mysqlq.worker.slots import Slots
+from mysqlq.worker.running.runner import Prepared
+from mysqlq.worker.running.slots import Slots
 
 
 class CountingRunner:
@@ -18,7 +18,7 @@ class CountingRunner:
         self.calls = 0
 
     def call(self, prepared: Prepared, batch_id: int, conn: Any, alarm: bool = False) -> Any:
-        from mysqlq.worker.outcomes import Outcome
+        from mysqlq.worker.settling.outcomes import Outcome
 
         self.calls += 1
         return Outcome("done", 0.0)

@@ -10,8 +10,8 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 from mysqlq.core.tracing import MAX_LENGTH, current_trace_context, parse_trace_context
-from mysqlq.worker import tracing as worker_tracing
-from mysqlq.worker.runs import Runs
+from mysqlq.worker.running import tracing as worker_tracing
+from mysqlq.worker.settling.runs import Runs
 
 TRACE_ID = 0x0AF7651916CD43DD8448EB211C80319C
 SPAN_ID = 0xB7AD6B7169203331

@@ -1,11 +1,11 @@
-"""The spans a traced worker's runs are in, kept until their outcomes are written (mysqlq.worker.runs)."""
+"""The spans a traced worker's runs are in, kept until their outcomes are written (mysqlq.worker.settling.runs)."""
 
 from __future__ import annotations
 
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 from mysqlq.core.tracing import parse_trace_context
-from mysqlq.worker.runs import Runs
+from mysqlq.worker.settling.runs import Runs
 
 TRACE_ID, SPAN_ID = 0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from mysqlq.core.errors import ConfigError
 from mysqlq.core.jobs import Status
-from mysqlq.worker.context import JobContext
+from mysqlq.worker.running.context import JobContext
 
 _setup_lock = threading.Lock()
 

@@ -3,7 +3,7 @@ that took jobs is a CLIENT span ``receive <queue>`` with ``messaging.batch.messa
 each job's enqueueing span; each run of a job is a CONSUMER span ``process <queue>``, current while its
 handler runs (a handler's own spans nest inside), with the job's id, attempt, handler, tags and outcome,
 and the exception recorded when the handler raised. A job enqueued after others (a workflow's
-callback or step) also links to the spans its parents ran in (noted in mysqlq.worker.runs, stored
+callback or step) also links to the spans its parents ran in (noted in mysqlq.worker.settling.runs, stored
 when they ended), or, for a parent run untraced, to the span it was enqueued in when that is not its own.
 
 The first run of a job is a child of the span it was enqueued in (the trace context stored with it,
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from mysqlq.core.errors import Snooze
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.tracing import parse_trace_context
-from mysqlq.worker.runs import Runs
+from mysqlq.worker.settling.runs import Runs
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -56,7 +56,7 @@ def active() -> bool:
 
 def start(parents: Parents, runs: Runs) -> JobSpans | None:
     """The worker's spans when this process traces (see :func:`active`), else None. ``parents``
-    answers which spans a job's parents ran or were enqueued in (mysqlq.worker.parents.ParentsReader);
+    answers which spans a job's parents ran or were enqueued in (mysqlq.worker.running.parents.ParentsReader);
     each run's span is noted in ``runs``."""
     return JobSpans(parents, runs) if active() else None
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from mysqlq.core.config import Settings
     from mysqlq.core.jobs import ClaimedJob
-    from mysqlq.worker.outcomes import Outcome
+    from mysqlq.worker.settling.outcomes import Outcome
 
 # Seconds: from no-op handlers (a millisecond) to the default time limit (300 s).
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, float("inf"))

@@ -4,8 +4,8 @@ very quick plain handler runs on the main thread), and the lower bound a job sti
 from __future__ import annotations
 
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.worker.claimsize import HORIZON, Durations, RunTally
-from mysqlq.worker.slots import Slots
+from mysqlq.worker.intake.claimsize import HORIZON, Durations, RunTally
+from mysqlq.worker.running.slots import Slots
 
 INLINE_BELOW = 0.001  # seconds: a plain handler this quick runs on the main thread (a hand-off costs more)
 

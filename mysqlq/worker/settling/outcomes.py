@@ -13,7 +13,7 @@ from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import claims
 from mysqlq.store.db import Database
-from mysqlq.worker.runs import Runs
+from mysqlq.worker.settling.runs import Runs
 
 MAX_ERROR_CHARS = 60_000
 

@@ -9,7 +9,7 @@ from mysqlq.core import logs
 from mysqlq.core.errors import JobCancelled, Snooze
 from mysqlq.core.jobs import ClaimedJob, Parent
 from mysqlq.store.db import Connection
-from mysqlq.worker.progress import ProgressBoard, checked
+from mysqlq.worker.running.progress import ProgressBoard, checked
 
 
 class WorkerShared(NamedTuple):

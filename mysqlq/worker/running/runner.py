@@ -25,13 +25,13 @@ from mysqlq.core.handlers import Registry, declared_time_limit, is_transactional
 from mysqlq.core.jobs import ClaimedJob, decode_payload, encode_result, load_decoder, loads_strict
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, is_transient, transaction
-from mysqlq.worker.cancels import Cancels
-from mysqlq.worker.context import JobContext, WorkerShared
-from mysqlq.worker.outcomes import DoneIn, Outcome
-from mysqlq.worker.parents import ParentsReader
-from mysqlq.worker.progress import ProgressBoard
-from mysqlq.worker.runs import Runs
-from mysqlq.worker.tracing import JobSpans, start
+from mysqlq.worker.running.cancels import Cancels
+from mysqlq.worker.running.context import JobContext, WorkerShared
+from mysqlq.worker.running.parents import ParentsReader
+from mysqlq.worker.running.progress import ProgressBoard
+from mysqlq.worker.running.tracing import JobSpans, start
+from mysqlq.worker.settling.outcomes import DoneIn, Outcome
+from mysqlq.worker.settling.runs import Runs
 
 if TYPE_CHECKING:
     import asyncio
@@ -167,11 +167,11 @@ class Runner:
         # What every job's context shares.
         self.shared = WorkerShared(settings.worker_name, log, self.read_parents, progress)
         self.specs: dict[str, HandlerSpec] = {}
-        # Jobs admitted under a rate limit (mysqlq.worker.rates): by when their handler must be entered.
+        # Jobs admitted under a rate limit (mysqlq.worker.intake.rates): by when their handler must be entered.
         self.enter_by: dict[int, Entry] = {}
         load_decoder()  # its import is not the first job's time either
         self.default_limit = settings.time_limit
-        # The jobs' spans when this process traces (mysqlq.worker.tracing); looked for again when a
+        # The jobs' spans when this process traces (mysqlq.worker.running.tracing); looked for again when a
         # handler's module is imported, which may be where the application sets OpenTelemetry up.
         self.runs = Runs()  # the spans runs are in, until their outcomes are written (a worker that traces)
         self.spans: JobSpans | None = start(self.read_parents.trace_contexts, self.runs)
