@@ -17,7 +17,9 @@ from typing import Any
 
 from mysqlq.core import logs
 from mysqlq.store import claims
-from mysqlq.worker import batches, claimer, keeper, loop, outcomes, report
+from mysqlq.worker import batches, keeper, loop
+from mysqlq.worker.intake import claimer
+from mysqlq.worker.settling import outcomes, report
 
 PARTS: list[tuple[Any, str, str]] = [
     (loop.Worker, "_turn", "loop turns (all)"),
