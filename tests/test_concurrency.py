@@ -180,7 +180,7 @@ def test_a_blind_claim_is_looked_at_even_when_the_loop_comes_back_after_the_hori
                         StopFlag(), log, lambda queues: None)
         try:
             jobs = [ClaimedJob(i, "default", "test.sleep", b"{}", 1, 5, None) for i in range(1, 6)]
-            keeper.add(Claim(1, jobs, False, time.monotonic()), unsized=True)
+            batches.add(Claim(1, jobs, False, time.monotonic()), unsized=True)
             job = keeper.batches.by_id[1].jobs.popleft()  # in a slot for 0.2 s, not finished
             started = time.monotonic() - 0.2
             prepared = Prepared(job, lambda payload, ctx: None, None, 60.0, False, False, started)

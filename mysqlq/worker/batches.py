@@ -1,11 +1,33 @@
-"""The batches in a worker's hands, from claim to completion: their unstarted jobs, their outcomes on
-the way to the database, in the log and back to the concurrency limits, and the completion of a batch
-that ended with plain successes, held to go with the next claim (two round trips fewer a batch).
+"""A claimed batch's life, from its claim to its last outcome written, in one place.
 
-The keeper (mysqlq.worker.keeper) starts the jobs and hands their outcomes here; the claimer
-(mysqlq.worker.intake.claimer) asks for the held completion. Everything runs on the worker's main thread.
+A batch is one claim (its token, ``batch_id``). Its states and what moves it between them:
+
+- **claimed**: :meth:`Batches.add` takes the claim in hand (mysqlq.worker.intake.claimer made it),
+  with its leases (mysqlq.worker.settling.leases) and its jobs' cancels held;
+- **running**: the keeper (mysqlq.worker.keeper) takes its jobs one by one off :attr:`Batch.jobs`
+  and starts them, on the main thread or in a slot (:attr:`Batch.in_flight`), and hands each outcome
+  back through :meth:`Batches.record`;
+- **released**: jobs not started go back unstarted, no attempt spent (:meth:`Batches.release`,
+  :meth:`Batches.release_unstarted`: stopping, stuck, or a claim sized blind given back by
+  mysqlq.worker.giveback);
+- **settled**: once it is :attr:`Batch.idle` (nothing left to start or running), :meth:`Batches.write`
+  writes the rest of its outcomes and lets it go (``_end``: leases dropped, cancels let go).
+
+Its completion, the statement that marks its jobs done, has three writers, each for a reason:
+
+1. its outcome buffer (:meth:`mysqlq.worker.settling.outcomes.OutcomeBuffer.flush`, called from
+   :meth:`Batches.flush`): the ordinary path, every outcome fenced by the batch's token;
+2. the next claim (the ride-along: :attr:`Batches.held`, :meth:`Batches.ending`,
+   :meth:`Batches.completed`, and mysqlq.worker.intake.claimer.RideAlong): a batch that ended with
+   plain successes only is held for the claim that follows in the same turn, which completes it in
+   its own round trip (two round trips fewer a batch);
+3. a transactional handler's own commit (mysqlq.worker.running.runner): its writes and its fenced
+   completion commit together, so its outcome comes back ``recorded`` and the buffer writes nothing
+   more for it.
+
+Outcomes on their way are also logged (mysqlq.worker.settling.report) and give back the concurrency
+slots of their keys (mysqlq.worker.intake.limits). Everything runs on the worker's main thread.
 """
-
 from __future__ import annotations
 
 import math

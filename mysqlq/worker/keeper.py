@@ -25,7 +25,6 @@ from mysqlq.store import rates
 from mysqlq.store.db import Connection, Database
 from mysqlq.worker.batches import Batch, Batches
 from mysqlq.worker.giveback import GiveBack
-from mysqlq.worker.intake.claimer import Claim
 from mysqlq.worker.intake.claimsize import RunTally
 from mysqlq.worker.intake.pace import Pace
 from mysqlq.worker.running.runner import HandlerSpec, Prepared, Runner, describe, timed_out
@@ -85,10 +84,6 @@ class Keeper:
         so the worker claims nothing more until they have (a claim's admission takes milliseconds)."""
         enter_by = self.runner.enter_by
         return bool(enter_by) and any(job.id in enter_by for batch in self.batches.values() for job in batch.jobs)
-
-    def add(self, claim: Claim, unsized: bool) -> None:
-        """Take a claim in hand; ``unsized``: sized before its queue's durations were known."""
-        self.batches.add(claim, unsized)
 
     def deadline(self) -> float | None:
         """When the worker must look again even if nothing happens: now when jobs wait to be started,

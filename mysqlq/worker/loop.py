@@ -291,7 +291,7 @@ class Worker:
         spans = keeper.runner.spans
         if spans is not None:
             spans.claimed(jobs, claim.batch_id, claim.claimed_at)
-        keeper.add(claim, unsized=average is None)
+        batches.add(claim, unsized=average is None)
         if keeper.runner.enter_by:  # jobs admitted under a rate limit: started now, within their grace
             keeper.dispatch()
         self._log_set_aside()
