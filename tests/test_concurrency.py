@@ -23,7 +23,7 @@ from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store.db import Database
 from mysqlq.worker.batches import Batches
 from mysqlq.worker.intake.claimer import Claim
-from mysqlq.worker.intake.claimsize import HORIZON, Durations, RunTally, claim_limit, surplus
+from mysqlq.worker.intake.claimsize import HORIZON, Durations, InlineDurations, claim_limit, surplus
 from mysqlq.worker.intake.limits import Limits
 from mysqlq.worker.keeper import Keeper, StopFlag
 from mysqlq.worker.running.cancels import Cancels
@@ -322,7 +322,7 @@ def test_a_tally_observes_each_run_of_one_queue_and_handler() -> None:
     def job(queue: str, handler: str) -> ClaimedJob:
         return ClaimedJob(1, queue, handler, b"null", 1, 5, None)
 
-    tally, by_queue, by_handler = RunTally(), Durations(), Durations()
+    tally, by_queue, by_handler = InlineDurations(), Durations(), Durations()
     for queue, handler, seconds in [("a", "h", 0.1), ("a", "h", 0.3), ("b", "h", 1.0), ("a", "g", 2.0)]:
         tally.add(job(queue, handler), seconds)
     tally.observe(by_queue, by_handler)

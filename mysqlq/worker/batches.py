@@ -18,7 +18,7 @@ Its completion, the statement that marks its jobs done, has three writers, each 
 1. its outcome buffer (:meth:`mysqlq.worker.settling.outcomes.OutcomeBuffer.flush`, called from
    :meth:`Batches.flush`): the ordinary path, every outcome fenced by the batch's token;
 2. the next claim (the ride-along: :attr:`Batches.held`, :meth:`Batches.ending`,
-   :meth:`Batches.completed`, and mysqlq.worker.intake.claimer.RideAlong): a batch that ended with
+   :meth:`Batches.completed`, and mysqlq.worker.intake.claimer.HeldCompletion): a batch that ended with
    plain successes only is held for the claim that follows in the same turn, which completes it in
    its own round trip (two round trips fewer a batch);
 3. a transactional handler's own commit (mysqlq.worker.running.runner): its writes and its fenced
@@ -70,7 +70,7 @@ class Batch:
 
 
 @dataclass(slots=True)
-class News:
+class WriteFindings:
     """What the writes found that the worker's loop should act on."""
 
     retry_in: float | None  # the shortest retry delay written (seconds)
@@ -124,11 +124,11 @@ class Batches:
         times = [batch.buffer.due_at for batch in self.by_id.values() if batch.buffer.due_at != math.inf]
         return min(times) if times else None
 
-    def take_news(self) -> News:
+    def take_findings(self) -> WriteFindings:
         """What the writes found since the last call."""
-        news = News(self._retry_in, self._ready)
+        findings = WriteFindings(self._retry_in, self._ready)
         self._retry_in, self._ready = None, set()
-        return news
+        return findings
 
     # ------------------------------------------------------------------ outcomes
 
@@ -146,7 +146,7 @@ class Batches:
         """Write due outcomes; a batch with nothing left to run is written in full and let go.
         ``final_only`` is for the exit: whatever is pending is written, finished or not. ``hold``: a
         batch that ended with plain successes only is kept as :attr:`held`, for the claim that
-        follows in this turn to carry its completion (mysqlq.worker.intake.claimer.RideAlong)."""
+        follows in this turn to carry its completion (mysqlq.worker.intake.claimer.HeldCompletion)."""
         if final_only:
             self.write_held()
         for batch in list(self.by_id.values()):
@@ -161,11 +161,11 @@ class Batches:
                 self.flush(batch, final=False)
 
     def ending(self) -> int | None:
-        """RideAlong: the held batch's token, for the claim to complete."""
+        """HeldCompletion: the held batch's token, for the claim to complete."""
         return self.held.batch_id if self.held is not None else None
 
     def completed(self, count: int) -> None:
-        """RideAlong: the held batch's completion went with a claim and changed ``count`` rows."""
+        """HeldCompletion: the held batch's completion went with a claim and changed ``count`` rows."""
         self.write_held(count)
 
     def write_held(self, completed: int | None = None) -> None:

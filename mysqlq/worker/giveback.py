@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterable
 from mysqlq.core.config import Settings
 from mysqlq.worker.batches import Batches
 from mysqlq.worker.intake.claimsize import surplus
-from mysqlq.worker.intake.pace import Pace
+from mysqlq.worker.intake.pace import ObservedDurations
 from mysqlq.worker.running.slots import Slots
 
 
-class GiveBack:
+class ClaimShrinker:
     """Looks at the claims sized blind (see the module's docstring)."""
 
-    def __init__(self, settings: Settings, batches: Batches, slots: Slots, pace: Pace,
+    def __init__(self, settings: Settings, batches: Batches, slots: Slots, pace: ObservedDurations,
                  wake: Callable[[Iterable[str]], None]) -> None:
         self.settings = settings
         self.batches = batches

@@ -24,9 +24,9 @@ from mysqlq.core.logs import Log
 from mysqlq.store import rates
 from mysqlq.store.db import Connection, Database
 from mysqlq.worker.batches import Batch, Batches
-from mysqlq.worker.giveback import GiveBack
-from mysqlq.worker.intake.claimsize import RunTally
-from mysqlq.worker.intake.pace import Pace
+from mysqlq.worker.giveback import ClaimShrinker
+from mysqlq.worker.intake.claimsize import InlineDurations
+from mysqlq.worker.intake.pace import ObservedDurations
 from mysqlq.worker.running.runner import HandlerSpec, Prepared, Runner, describe, timed_out
 from mysqlq.worker.running.slots import Running, Slots
 from mysqlq.worker.settling.leases import Leases
@@ -67,8 +67,8 @@ class Keeper:
         # takes several statements in one query (a handler's SQL never gets one that does).
         self.handler_db = Database(settings.dsn, isolation=settings.isolation)
         self.inline_all = settings.concurrency == 1
-        self.pace = Pace(slots)  # durations: they size claims, and pick the main thread for quick handlers
-        self.give_back = GiveBack(settings, batches, slots, self.pace, wake)
+        self.pace = ObservedDurations(slots)  # durations: they size claims, and pick the main thread for quick handlers
+        self.give_back = ClaimShrinker(settings, batches, slots, self.pace, wake)
         self.stuck: Running | None = None
         self._yielded = False  # the last dispatch stopped with jobs it could have started
 
@@ -163,7 +163,7 @@ class Keeper:
             jobs, batch_id, buffer = batch.jobs, batch.batch_id, batch.buffer
             add_done = buffer.add_done
             safe_until = leases.safe_until(batch_id)
-            tally = RunTally()
+            tally = InlineDurations()
             late: list[tuple[ClaimedJob, str]] = []  # admitted under a rate limit, their grace over before their turn
             # The handler of the last job run here, known to be quick and plain (None: none yet).
             quick: str | None = None

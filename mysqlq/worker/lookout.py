@@ -20,7 +20,7 @@ from mysqlq.worker.intake.claimsize import HORIZON
 GIVE_BACK_WINDOW = 4 * HORIZON
 
 
-class Lookout:
+class QueueWatch:
     """The worker's view of its queues, kept up by one poll per ``poll_interval`` (and hints between)."""
 
     def __init__(self, settings: Settings, db: Database, elector: Elector,

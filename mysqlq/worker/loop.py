@@ -32,12 +32,12 @@ from mysqlq.worker.intake.claimsize import claim_limit
 from mysqlq.worker.intake.limits import Limits
 from mysqlq.worker.intake.rates import Rates
 from mysqlq.worker.keeper import Keeper, StopFlag
-from mysqlq.worker.lookout import Lookout
+from mysqlq.worker.lookout import QueueWatch
 from mysqlq.worker.running.cancels import Cancels, CancelWatch
-from mysqlq.worker.running.progress import ProgressBoard, ProgressWriter
+from mysqlq.worker.running.progress import LatestProgress, ProgressWriter
 from mysqlq.worker.running.runner import Runner
 from mysqlq.worker.running.slots import Slots
-from mysqlq.worker.services import Services
+from mysqlq.worker.services import BackgroundThread
 from mysqlq.worker.settling import metrics as worker_metrics
 from mysqlq.worker.settling.leases import Leases
 from mysqlq.worker.settling.report import Report
@@ -64,7 +64,7 @@ class Worker:
         self.metrics = worker_metrics.start(settings)  # per-worker metrics (--metrics-port); a no-op when off
         self.report = Report(self.metrics)
         self.cancels = Cancels()
-        self.progress = ProgressBoard()  # handlers' progress reports, written by the background thread
+        self.progress = LatestProgress()  # handlers' progress reports, written by the background thread
         runner = Runner(settings, registry or Registry(), self.log, self.cancels, self.progress)
         self.registry = runner.registry
         alarm = runner.alarm
@@ -80,13 +80,13 @@ class Worker:
                              self._wake_others)
         # The background thread: the heartbeat, and the leader's chores when this worker leads.
         looks = threading.Event()  # set when a poll saw the election change
-        self.services = Services(settings, self.log, looks, lambda: self.stop_requested_at)
+        self.services = BackgroundThread(settings, self.log, looks, lambda: self.stop_requested_at)
         self.heartbeat = Heartbeat(settings, self.services.db, self.log, self.leases, self._hint_entry)
         self.elector = Elector(settings, self.services.db, self.log, lambda: self.heartbeat.worker_id, looks)
         self.maintainer = Maintainer(settings, self.services.db, self.log, self.elector)
         self.services.attach([self.heartbeat, self.maintainer, CancelWatch(self.services.db, self.cancels, self.log),
                               ProgressWriter(self.services.db, self.progress, lambda: self.heartbeat.worker_id)])
-        self.lookout = Lookout(settings, self.db, self.elector, self.rates.changed_at)
+        self.lookout = QueueWatch(settings, self.db, self.elector, self.rates.changed_at)
         self.claimer = Claimer(settings, self.db, self.limits, self.rates, lambda: self.heartbeat.worker_id)
         self._last_status: tuple[int, int] | None = None
         self.stopping = False
@@ -222,12 +222,12 @@ class Worker:
         ending = self.stopping or keeper.stuck is not None
         keeper.turn(starting=not ending)
         self._log_set_aside()
-        self._take_news()
+        self._act_on_findings()
         ending = self.stopping or keeper.stuck is not None  # the turn may have found a stuck job
         self._report()
         if ending:
             self.batches.write_held()
-            self._take_news()
+            self._act_on_findings()
             if not self.slots.waiting_for(time.monotonic()):
                 return False
             lookout.stopping()
@@ -243,7 +243,7 @@ class Worker:
         if self.listener:  # a hinted wake-up costs a token only when its claim (or poll) found nothing
             self.listener.settle(found)
         self.batches.write_held()  # when no claim took its completion along
-        self._take_news()
+        self._act_on_findings()
         if found:
             return True
         if self.settings.burst and keeper.empty and not lookout.want_claim:
@@ -259,12 +259,12 @@ class Worker:
         if self.rates.unlogged and not self.batches.unstarted:
             self.rates.log_set_aside()
 
-    def _take_news(self) -> None:
+    def _act_on_findings(self) -> None:
         """What the writes found: a retry coming due, queues that gained ready jobs."""
-        news = self.batches.take_news()
-        if news.retry_in is not None:
-            self.lookout.due_in(news.retry_in)
-        self.lookout.ready_in(news.ready)
+        findings = self.batches.take_findings()
+        if findings.retry_in is not None:
+            self.lookout.due_in(findings.retry_in)
+        self.lookout.ready_in(findings.ready)
 
     def _claim(self, keeper: Keeper) -> bool | None:
         """Claim what the slots can start soon (mysqlq.worker.intake.claimsize): True when jobs came (or were

@@ -27,7 +27,7 @@ class Service(Protocol):
     def on_connect(self, cur: Cursor) -> None: ...
 
 
-class Services:
+class BackgroundThread:
     """Runs services on one daemon thread; ``wake`` cuts a wait short (a poll saw the election change)."""
 
     def __init__(self, settings: Settings, log: Log, wake: threading.Event,

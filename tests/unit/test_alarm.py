@@ -1,5 +1,5 @@
-"""The main thread's time limit (mysqlq.worker.running.runner.Alarm): a lazy SIGALRM timer that quick jobs do
-not set, which still ends each job at its own limit, whatever limit an earlier job left the timer at."""
+"""The main thread's time limit (mysqlq.worker.running.runner.MainThreadTimeLimit): a lazy SIGALRM timer that quick jobs
+do not set, which still ends each job at its own limit, whatever limit an earlier job left the timer at."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from collections.abc import Iterator
 import pytest
 
 from mysqlq.core.errors import JobTimeout
-from mysqlq.worker.running.runner import Alarm
+from mysqlq.worker.running.runner import MainThreadTimeLimit
 
 
 @pytest.fixture
-def alarm() -> Iterator[Alarm]:
+def alarm() -> Iterator[MainThreadTimeLimit]:
     previous = signal.getsignal(signal.SIGALRM)
-    made = Alarm()
+    made = MainThreadTimeLimit()
     try:
         yield made
     finally:
@@ -24,7 +24,7 @@ def alarm() -> Iterator[Alarm]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def run(alarm: Alarm, limit: float, seconds: float) -> float | None:
+def run(alarm: MainThreadTimeLimit, limit: float, seconds: float) -> float | None:
     """A job on the main thread that sleeps ``seconds`` under ``limit``: when it was ended, or None."""
     started = time.monotonic()
     alarm.arm(limit, started)
@@ -38,7 +38,7 @@ def run(alarm: Alarm, limit: float, seconds: float) -> float | None:
     return None
 
 
-def test_quick_jobs_set_the_timer_once(alarm: Alarm, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_quick_jobs_set_the_timer_once(alarm: MainThreadTimeLimit, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[float] = []
     real = signal.setitimer
 
@@ -52,19 +52,19 @@ def test_quick_jobs_set_the_timer_once(alarm: Alarm, monkeypatch: pytest.MonkeyP
     assert len(calls) == 1  # the first job's; the others end before it would ring
 
 
-def test_a_job_ends_at_its_own_limit_after_a_quick_job_with_a_shorter_one(alarm: Alarm) -> None:
+def test_a_job_ends_at_its_own_limit_after_a_quick_job_with_a_shorter_one(alarm: MainThreadTimeLimit) -> None:
     assert run(alarm, 0.3, 0.0) is None  # leaves the timer to ring 0.3 s from now
     ended = run(alarm, 1.0, 3.0)  # the timer rings early for this job, and is set again
     assert ended is not None and 0.95 <= ended < 2.9  # not at 0.3 s, nor left to its natural end
 
 
-def test_a_job_with_a_shorter_limit_than_the_pending_timer_sets_it_sooner(alarm: Alarm) -> None:
+def test_a_job_with_a_shorter_limit_than_the_pending_timer_sets_it_sooner(alarm: MainThreadTimeLimit) -> None:
     assert run(alarm, 60.0, 0.0) is None  # leaves the timer a minute out
     ended = run(alarm, 0.3, 3.0)
     assert ended is not None and 0.25 <= ended < 2.9  # not left to its natural end
 
 
-def test_the_timer_ringing_between_jobs_is_forgotten(alarm: Alarm) -> None:
+def test_the_timer_ringing_between_jobs_is_forgotten(alarm: MainThreadTimeLimit) -> None:
     assert run(alarm, 0.1, 0.0) is None
     time.sleep(0.3)  # it rings with no job running: nothing is raised, nothing stays pending
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0

@@ -36,7 +36,7 @@ class Claim:
     due_in: float | None = None  # seconds until the first job set aside for its rate limit comes due
 
 
-class RideAlong(Protocol):
+class HeldCompletion(Protocol):
     """The batch whose completion may go with the next claim (mysqlq.worker.batches.Batches)."""
 
     def ending(self) -> int | None:
@@ -62,7 +62,7 @@ class Claimer:
         self.merged = settings.claim_strategy == ClaimStrategy.UPDATE and db.multi_statements
         self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
 
-    def claim(self, limit: int, paused: Collection[str], ride_along: RideAlong | None = None) -> Claim:
+    def claim(self, limit: int, paused: Collection[str], ride_along: HeldCompletion | None = None) -> Claim:
         """Claim up to ``limit`` jobs. The completion of the batch ``ride_along`` holds, if any, goes in
         the same query as the last claim statement when it can (and is told so at once: that batch
         ended before this one was claimed); otherwise it stays held for its owner to write."""

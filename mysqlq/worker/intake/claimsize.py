@@ -69,7 +69,7 @@ def surplus(slots: int, free: int, stock: int, average: float, batch_size: int) 
     return max(0, stock - wanted(slots, free, average, batch_size))
 
 
-class RunTally:
+class InlineDurations:
     """Durations of jobs run one after another on the main thread, observed once per run of one
     queue and handler instead of once per job."""
 

@@ -4,13 +4,13 @@ very quick plain handler runs on the main thread), and the lower bound a job sti
 from __future__ import annotations
 
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.worker.intake.claimsize import HORIZON, Durations, RunTally
+from mysqlq.worker.intake.claimsize import HORIZON, Durations, InlineDurations
 from mysqlq.worker.running.slots import Slots
 
 INLINE_BELOW = 0.001  # seconds: a plain handler this quick runs on the main thread (a hand-off costs more)
 
 
-class Pace:
+class ObservedDurations:
     """What the worker has seen of its jobs' durations (see the module's docstring)."""
 
     def __init__(self, slots: Slots) -> None:
@@ -22,7 +22,7 @@ class Pace:
         self.by_queue.observe(job.queue, seconds)
         self.by_handler.observe(job.handler, seconds)
 
-    def tallied(self, tally: RunTally) -> None:
+    def tallied(self, tally: InlineDurations) -> None:
         """Jobs run one after another on the main thread, counted per run of one queue and handler."""
         tally.observe(self.by_queue, self.by_handler)
 

@@ -9,7 +9,7 @@ from mysqlq.core import logs
 from mysqlq.core.errors import JobCancelled, Snooze
 from mysqlq.core.jobs import ClaimedJob, Parent
 from mysqlq.store.db import Connection
-from mysqlq.worker.running.progress import ProgressBoard, checked
+from mysqlq.worker.running.progress import LatestProgress, checked
 
 
 class WorkerShared(NamedTuple):
@@ -19,7 +19,7 @@ class WorkerShared(NamedTuple):
     worker: str
     log: Any = None
     read_parents: Callable[[int], list[Parent]] | None = None
-    progress: ProgressBoard | None = None
+    progress: LatestProgress | None = None
 
 
 class JobContext:

@@ -31,7 +31,7 @@ def checked(fraction: float, note: str | None) -> tuple[float, str | None]:
     return float(fraction), note
 
 
-class ProgressBoard:
+class LatestProgress:
     """The latest report of each running job, until the background thread writes it."""
 
     def __init__(self) -> None:
@@ -53,7 +53,7 @@ class ProgressWriter:
 
     name = "progress"
 
-    def __init__(self, db: Database, board: ProgressBoard, worker_id: Callable[[], int]) -> None:
+    def __init__(self, db: Database, board: LatestProgress, worker_id: Callable[[], int]) -> None:
         self.db = db
         self.board = board
         self.worker_id = worker_id

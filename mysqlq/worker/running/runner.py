@@ -28,7 +28,7 @@ from mysqlq.store.db import Connection, is_transient, transaction
 from mysqlq.worker.running.cancels import Cancels
 from mysqlq.worker.running.context import JobContext, WorkerShared
 from mysqlq.worker.running.parents import ParentsReader
-from mysqlq.worker.running.progress import ProgressBoard
+from mysqlq.worker.running.progress import LatestProgress
 from mysqlq.worker.running.tracing import JobSpans, start
 from mysqlq.worker.settling.outcomes import DoneIn, Outcome
 from mysqlq.worker.settling.runs import Runs
@@ -44,7 +44,7 @@ JOB_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
 RUN_ENDS = (JobTimeout, *JOB_FAILURES)
 
 
-class Alarm:
+class MainThreadTimeLimit:
     """The per-job time limit on the main thread: SIGALRM raises JobTimeout in the running handler.
 
     Jobs on the main thread are often quicker than the two system calls that would arm and disarm a
@@ -157,12 +157,12 @@ class Runner:
     """Turns a claimed job into an Outcome; never raises for anything the job did."""
 
     def __init__(self, settings: Settings, registry: Registry, log: logs.Log, cancels: Cancels,
-                 progress: ProgressBoard | None = None) -> None:
+                 progress: LatestProgress | None = None) -> None:
         self.settings = settings
         self.registry = registry
         self.log = log
         self.cancels = cancels  # how a job cancelled while it runs is asked to stop
-        self.alarm = Alarm()
+        self.alarm = MainThreadTimeLimit()
         self.read_parents = ParentsReader(settings)
         # What every job's context shares.
         self.shared = WorkerShared(settings.worker_name, log, self.read_parents, progress)
