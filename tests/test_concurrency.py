@@ -24,14 +24,14 @@ from mysqlq.store.db import Database
 from mysqlq.worker.batches import Batches
 from mysqlq.worker.intake.claimer import Claim
 from mysqlq.worker.intake.claimsize import HORIZON, Durations, InlineDurations, claim_limit, surplus
-from mysqlq.worker.intake.limits import Limits
+from mysqlq.worker.intake.concurrency_admission import Limits
 from mysqlq.worker.keeper import Keeper, StopFlag
 from mysqlq.worker.running.cancels import Cancels
 from mysqlq.worker.running.runner import Prepared, Runner
 from mysqlq.worker.running.slots import Running, Slots
 from mysqlq.worker.settling.leases import Leases
-from mysqlq.worker.settling.metrics import NoMetrics
 from mysqlq.worker.settling.report import Report
+from mysqlq.worker.settling.worker_metrics import NoMetrics
 
 from .conftest import MYSQLQ, QueueDB
 

@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.web import WebSettings, create_app
-from mysqlq.worker.settling.metrics import WorkerMetrics
 from mysqlq.worker.settling.outcomes import Outcome
+from mysqlq.worker.settling.worker_metrics import WorkerMetrics
 
 from .conftest import REPO, QueueDB
 from .ops_fixtures import plant

@@ -19,8 +19,8 @@ from mysqlq.core.handlers import Registry
 from mysqlq.store import claims
 from mysqlq.store.db import Cursor, Database, RetryPolicy, connect
 from mysqlq.worker.intake.claimer import Claimer
-from mysqlq.worker.intake.limits import Limits
-from mysqlq.worker.intake.rates import Rates
+from mysqlq.worker.intake.concurrency_admission import Limits
+from mysqlq.worker.intake.rate_admission import Rates
 
 from .conftest import QueueDB, unavailable, with_database
 

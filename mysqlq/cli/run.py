@@ -13,7 +13,7 @@ from mysqlq.core.durations import parse_retention
 from mysqlq.store import workers as worker_store
 from mysqlq.store.db import CLI_RETRY, Database
 from mysqlq.store.schema import check_schema
-from mysqlq.worker.settling import metrics as worker_metrics
+from mysqlq.worker.settling import worker_metrics
 
 # One slot claims whole batches and gives none back (its jobs run one after another on the main
 # thread), so it keeps the batch it always had unless told otherwise.

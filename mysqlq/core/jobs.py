@@ -26,7 +26,7 @@ class Status(StrEnum):
     DONE = "done"
     DEAD = "dead"
     CANCELLED = "cancelled"
-    BLOCKED = "blocked"  # its concurrency key has no free slot (mysqlq.worker.intake.limits)
+    BLOCKED = "blocked"  # its concurrency key has no free slot (mysqlq.worker.intake.concurrency_admission)
     WAITING = "waiting"  # its parents have not all ended (mysqlq.store.dependencies)
 
 
@@ -368,7 +368,7 @@ class ClaimedJob(NamedTuple):
     attempt: int
     max_attempts: int
     time_limit: float | None
-    concurrency_key: str | None = None  # see mysqlq.worker.intake.limits
+    concurrency_key: str | None = None  # see mysqlq.worker.intake.concurrency_admission
     snoozes: int = 0  # how often its handler snoozed it so far (mysqlq.Snooze)
     tags: str | None = None  # as stored: a JSON array (None: no tags)
     trace_context: str | None = None  # the span it was enqueued in (mysqlq.core.tracing; None: none)

@@ -2,7 +2,7 @@
 ``"20/10s"`` (20 jobs in any 10 seconds); and the name of the bucket a job's starts are counted in.
 
 A limit of N per period means: **in any window of the period's length, at most N jobs of one
-bucket start** (mysqlq.worker.intake.rates admits them; mysqlq.store.rates counts).
+bucket start** (mysqlq.worker.intake.rate_admission admits them; mysqlq.store.rates counts).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The concurrency limits' safety net, run by the leader: slots held by jobs that moved on without
 giving them back (a worker killed between recording an outcome and giving the slot back, or a job
 the reaper found out of attempts) are given back, and every few runs keys whose oldest waiting job
-could run are settled too. See mysqlq.worker.intake.limits for the worker's side.
+could run are settled too. See mysqlq.worker.intake.concurrency_admission for the worker's side.
 
 Each run is one statement, which also says whether any slot is held or any job waits for one. While
 one is, the sweep runs every ``reap_interval``; while none is (concurrency limits unused, or every

@@ -39,7 +39,7 @@ class Chore(Protocol):
 
 
 class Maintainer:
-    """A service of the worker's background thread (mysqlq.worker.services): ``next_at`` says when
+    """A service of the worker's background thread (mysqlq.worker.background): ``next_at`` says when
     it wants to run, :meth:`run` does what is due then."""
 
     name = "maintainer"

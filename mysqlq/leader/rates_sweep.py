@@ -1,5 +1,5 @@
 """The rate limits' tidying, run by the leader: starts too old for any window, jobs no longer
-waiting for their turn (cancelled, purged), buckets no longer in use (mysqlq.worker.intake.rates).
+waiting for their turn (cancelled, purged), buckets no longer in use (mysqlq.worker.intake.rate_admission).
 
 Nothing waits for it: admission reads only the starts in its window and only waiting jobs that
 are still scheduled, ready or running, so the rows it removes are ones nobody counts. It only keeps

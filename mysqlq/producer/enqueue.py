@@ -77,7 +77,7 @@ class Producer:
 
         ``dedupe_scope``: "forever" holds the key until the job is purged, "active" only until it
         ends (done, dead or cancelled). ``concurrency_key``: at most the handler's
-        ``concurrency_limit`` jobs with this key run at once (see mysqlq.worker.intake.limits).
+        ``concurrency_limit`` jobs with this key run at once (see mysqlq.worker.intake.concurrency_admission).
         ``after``: ids of jobs that must be done first; the job waits (status ``waiting``) until the
         last of them is. If one ends dead or cancelled the job is cancelled, unless
         ``on_parent_failure="run"``. ``tags``: a few labels (at most 10, each 1 to 64 characters without

@@ -1,12 +1,13 @@
-"""The worker process, in the stages of a job's life. Its loop (``loop``) asks the lookout (``lookout``:
-polls, hints, due jobs) whether to claim. Taking work in (``intake``): claims sized by ``claimsize``
-and paced by ``pace``, made by ``claimer``, keys admitted by ``limits`` and ``rates``. The keeper
-(``keeper``) holds the claimed batches (``batches``, giving back by ``giveback``) and starts their jobs
-on the main thread or in slots. Running them (``running``): ``runner``, ``slots``, ``context``,
-``cancels``, ``progress``, ``tracing``. Settling them (``settling``): outcomes written (``outcomes``)
-and reported (``report``, ``metrics``), leases (``leases``). A background thread (``services``) runs
-the heartbeat (``heartbeat``, extending the leases) and the leader's maintainer (mysqlq.leader).
-``lint-imports`` keeps the stages' order: each imports only those after it.
+"""The worker process, in the stages of a job's life. Its loop (``loop``) asks ``queue_watch`` (polls,
+hints, due jobs) whether to claim. Taking work in (``intake``): claims sized by ``claimsize`` from
+``observed_durations``, made by ``claimer``, jobs admitted by ``concurrency_admission`` and
+``rate_admission``. The keeper (``keeper``) starts the jobs of the claimed batches (``batches``: a
+claimed batch's life) on the main thread or in slots; ``claim_shrinker`` gives back what claims sized
+blind took too much of. Running them (``running``): ``runner``, ``slots``, ``context``, ``cancels``,
+``progress``, ``tracing``, ``parents``. Settling them (``settling``): outcomes written (``outcomes``)
+and reported (``report``, ``worker_metrics``), ``leases``, ``runs``. A background thread
+(``background``) runs the heartbeat (``heartbeat``, extending the leases) and the leader's maintainer
+(mysqlq.leader). ``lint-imports`` keeps the stages' order: each imports only those after it.
 
 The package imports its loop only when ``mysqlq.worker.Worker`` is first used:
 ``mysqlq.worker.running.context``

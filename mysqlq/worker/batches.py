@@ -9,7 +9,7 @@ A batch is one claim (its token, ``batch_id``). Its states and what moves it bet
   back through :meth:`Batches.record`;
 - **released**: jobs not started go back unstarted, no attempt spent (:meth:`Batches.release`,
   :meth:`Batches.release_unstarted`: stopping, stuck, or a claim sized blind given back by
-  mysqlq.worker.giveback);
+  mysqlq.worker.claim_shrinker);
 - **settled**: once it is :attr:`Batch.idle` (nothing left to start or running), :meth:`Batches.write`
   writes the rest of its outcomes and lets it go (``_end``: leases dropped, cancels let go).
 
@@ -26,7 +26,7 @@ Its completion, the statement that marks its jobs done, has three writers, each 
    more for it.
 
 Outcomes on their way are also logged (mysqlq.worker.settling.report) and give back the concurrency
-slots of their keys (mysqlq.worker.intake.limits). Everything runs on the worker's main thread.
+slots of their keys (mysqlq.worker.intake.concurrency_admission). Everything runs on the worker's main thread.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from mysqlq.core.logs import Log
 from mysqlq.store import claims
 from mysqlq.store.db import Database
 from mysqlq.worker.intake.claimer import Claim
-from mysqlq.worker.intake.limits import Limits, keyed
+from mysqlq.worker.intake.concurrency_admission import Limits, keyed
 from mysqlq.worker.running.cancels import Cancels
 from mysqlq.worker.settling.leases import Leases
 from mysqlq.worker.settling.outcomes import DoneIn, Outcome, OutcomeBuffer, cancelled_while_running
@@ -59,7 +59,7 @@ class Batch:
     log: Log
     ids: list[int]  # every job of the claim
     in_flight: int = 0  # jobs of it running in a slot
-    keyed: bool = False  # some of its jobs carry a concurrency key (mysqlq.worker.intake.limits)
+    keyed: bool = False  # some of its jobs carry a concurrency key (mysqlq.worker.intake.concurrency_admission)
     unsized: bool = False  # claimed in full before its queue's durations were known (Keeper.shrink)
     looked: float = 0.0  # when shrink last looked at it (monotonic)
 

@@ -1,5 +1,5 @@
 """A worker's registration and heartbeat: the registry row that says it is alive, and the leases of
-the batches it holds, extended at every beat. A service of the background thread (mysqlq.worker.services)."""
+the batches it holds, extended at every beat. A service of the background thread (mysqlq.worker.background)."""
 
 from __future__ import annotations
 

@@ -24,9 +24,9 @@ from mysqlq.core.logs import Log
 from mysqlq.store import rates
 from mysqlq.store.db import Connection, Database
 from mysqlq.worker.batches import Batch, Batches
-from mysqlq.worker.giveback import ClaimShrinker
+from mysqlq.worker.claim_shrinker import ClaimShrinker
 from mysqlq.worker.intake.claimsize import InlineDurations
-from mysqlq.worker.intake.pace import ObservedDurations
+from mysqlq.worker.intake.observed_durations import ObservedDurations
 from mysqlq.worker.running.runner import HandlerSpec, Prepared, Runner, describe, timed_out
 from mysqlq.worker.running.slots import Running, Slots
 from mysqlq.worker.settling.leases import Leases
@@ -133,7 +133,7 @@ class Keeper:
             self.batches.record(batch, running.job, outcome)
 
     def shrink(self, now: float) -> None:
-        """Give back what claims sized blind hold beyond what the slots start soon (mysqlq.worker.giveback)."""
+        """Give back what claims sized blind hold beyond what the slots start soon (mysqlq.worker.claim_shrinker)."""
         self.give_back.look(now)
 
     def time_out_overdue(self, now: float) -> None:

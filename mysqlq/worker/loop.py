@@ -25,20 +25,20 @@ from mysqlq.leader.maintainer import Maintainer
 from mysqlq.store import claims
 from mysqlq.store.db import FOREVER, Database, RetryPolicy, StopRequested
 from mysqlq.store.schema import check_schema, migration_running
+from mysqlq.worker.background import BackgroundThread
 from mysqlq.worker.batches import Batches
 from mysqlq.worker.heartbeat import Heartbeat
 from mysqlq.worker.intake.claimer import Claimer
 from mysqlq.worker.intake.claimsize import claim_limit
-from mysqlq.worker.intake.limits import Limits
-from mysqlq.worker.intake.rates import Rates
+from mysqlq.worker.intake.concurrency_admission import Limits
+from mysqlq.worker.intake.rate_admission import Rates
 from mysqlq.worker.keeper import Keeper, StopFlag
-from mysqlq.worker.lookout import QueueWatch
+from mysqlq.worker.queue_watch import QueueWatch
 from mysqlq.worker.running.cancels import Cancels, CancelWatch
 from mysqlq.worker.running.progress import LatestProgress, ProgressWriter
 from mysqlq.worker.running.runner import Runner
 from mysqlq.worker.running.slots import Slots
-from mysqlq.worker.services import BackgroundThread
-from mysqlq.worker.settling import metrics as worker_metrics
+from mysqlq.worker.settling import worker_metrics
 from mysqlq.worker.settling.leases import Leases
 from mysqlq.worker.settling.report import Report
 

@@ -1,4 +1,4 @@
--- Statements of concurrency limits (mysqlq.worker.intake.limits, mysqlq.store.limits). Same conventions as
+-- Statements of concurrency limits (mysqlq.worker.intake.concurrency_admission, mysqlq.store.limits). Same conventions as
 -- queries.sql. Only jobs that carry a concurrency key ever reach them. Each runs inside a
 -- transaction that first locks the key's row in mysqlq_semaphores (lock_semaphore), so the
 -- holders and waiters of one key change one transaction at a time.

@@ -1,4 +1,4 @@
--- Statements of rate limits (mysqlq.worker.intake.rates, mysqlq.store.rates). Only jobs whose handler or
+-- Statements of rate limits (mysqlq.worker.intake.rate_admission, mysqlq.store.rates). Only jobs whose handler or
 -- queue has a rate limit reach them. Admissions run in a transaction that first locks the bucket's
 -- row (lock_buckets), so the starts and waiting jobs of one bucket change one transaction at a time.
 

@@ -1,3 +1,3 @@
-"""Taking work in: how many jobs to claim (``claimsize``), when to claim again (``pace``), the claim
-itself (``claimer``) and the jobs it admits under concurrency limits (``limits``) and rate limits
-(``rates``)."""
+"""Taking work in: how many jobs to claim (``claimsize``), from the durations seen so far
+(``observed_durations``), the claim itself (``claimer``) and the jobs it admits under concurrency
+limits (``concurrency_admission``) and rate limits (``rate_admission``)."""

@@ -1,6 +1,6 @@
 """Claiming a batch: the claim statement queue by queue (earlier queues first) under one fresh token,
 the batch read back (with the last claim statement, in one round trip, where it can be), and jobs
-with a concurrency key admitted or set aside (mysqlq.worker.intake.limits)."""
+with a concurrency key admitted or set aside (mysqlq.worker.intake.concurrency_admission)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from mysqlq.core.config import ClaimStrategy, Settings
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import claims
 from mysqlq.store.db import Connection, Cursor, Database
-from mysqlq.worker.intake.limits import Limits, keyed
-from mysqlq.worker.intake.rates import Rates
+from mysqlq.worker.intake.concurrency_admission import Limits, keyed
+from mysqlq.worker.intake.rate_admission import Rates
 
 
 def new_batch_id() -> int:

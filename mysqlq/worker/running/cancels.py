@@ -4,7 +4,7 @@ finds so within a second and asks the handler to stop. An ``async def`` handler 
 raises :class:`mysqlq.JobCancelled`). A handler that ignores the request keeps its time limit. Either
 way the job stays cancelled and is not retried: the worker writes nothing more for it.
 
-The watch runs on the worker's background thread (mysqlq.worker.services), once a second while the
+The watch runs on the worker's background thread (mysqlq.worker.background), once a second while the
 worker holds jobs: one statement of primary-key lookups, none while it is idle.
 """
 

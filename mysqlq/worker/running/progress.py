@@ -49,7 +49,7 @@ class LatestProgress:
 
 
 class ProgressWriter:
-    """A service of the background thread (mysqlq.worker.services): writes the reports of the last second."""
+    """A service of the background thread (mysqlq.worker.background): writes the reports of the last second."""
 
     name = "progress"
 

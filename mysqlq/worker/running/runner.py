@@ -167,7 +167,7 @@ class Runner:
         # What every job's context shares.
         self.shared = WorkerShared(settings.worker_name, log, self.read_parents, progress)
         self.specs: dict[str, HandlerSpec] = {}
-        # Jobs admitted under a rate limit (mysqlq.worker.intake.rates): by when their handler must be entered.
+        # Jobs admitted under a rate limit (mysqlq.worker.intake.rate_admission): by when their handler must be entered.
         self.enter_by: dict[int, Entry] = {}
         load_decoder()  # its import is not the first job's time either
         self.default_limit = settings.time_limit

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from mysqlq.core import logs
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.worker.settling.metrics import NoMetrics
 from mysqlq.worker.settling.outcomes import Entry, Outcome
+from mysqlq.worker.settling.worker_metrics import NoMetrics
 
 DONE_KEYS = ("job_id", "queue", "handler", "attempt", "duration")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from mysqlq.core.config import Settings
 from mysqlq.worker.batches import Batches
 from mysqlq.worker.intake.claimsize import surplus
-from mysqlq.worker.intake.pace import ObservedDurations
+from mysqlq.worker.intake.observed_durations import ObservedDurations
 from mysqlq.worker.running.slots import Slots
 
 
