@@ -22,10 +22,10 @@ from mysqlq.core.handlers import Registry
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store.db import Database
 from mysqlq.worker.batches import Batches
+from mysqlq.worker.dispatcher import Dispatcher, StopFlag
 from mysqlq.worker.intake.claimer import Claim
 from mysqlq.worker.intake.claimsize import HORIZON, Durations, InlineDurations, claim_limit, surplus
 from mysqlq.worker.intake.concurrency_admission import Limits
-from mysqlq.worker.keeper import Keeper, StopFlag
 from mysqlq.worker.running.cancels import Cancels
 from mysqlq.worker.running.runner import Prepared, Runner
 from mysqlq.worker.running.slots import Running, Slots
@@ -169,29 +169,29 @@ def test_a_blind_claim_is_looked_at_even_when_the_loop_comes_back_after_the_hori
     settings = qdb.settings(concurrency=2)
     seen: dict[str, Any] = {}
 
-    def run() -> None:  # off the main thread: the keeper's time-limit alarm is not installed
+    def run() -> None:  # off the main thread: the dispatcher's time-limit alarm is not installed
         log = logs.get_logger("test")
         db = Database(settings.dsn)
         runner, cancels = Runner(settings, Registry(), log, Cancels()), Cancels()
         leases = Leases(settings.lease, settings.heartbeat_interval)
         batches = Batches(settings, db, log, leases, cancels, Limits(Registry(), db, log), Report(NoMetrics()),
                           lambda queues: None)
-        keeper = Keeper(settings, runner, batches, Slots(settings.concurrency, settings, runner), leases,
+        dispatcher = Dispatcher(settings, runner, batches, Slots(settings.concurrency, settings, runner), leases,
                         StopFlag(), log, lambda queues: None)
         try:
             jobs = [ClaimedJob(i, "default", "test.sleep", b"{}", 1, 5, None) for i in range(1, 6)]
             batches.add(Claim(1, jobs, False, time.monotonic()), unsized=True)
-            job = keeper.batches.by_id[1].jobs.popleft()  # in a slot for 0.2 s, not finished
+            job = dispatcher.batches.by_id[1].jobs.popleft()  # in a slot for 0.2 s, not finished
             started = time.monotonic() - 0.2
             prepared = Prepared(job, lambda payload, ctx: None, None, 60.0, False, False, started)
-            slot = keeper.slots.free.pop()
-            keeper.slots.running[slot] = Running(job, 1, slot, prepared, started + 60.0)
-            seen["due"], seen["now"] = keeper.deadline(), time.monotonic()
-            keeper.shrink(time.monotonic())
-            seen["kept"], seen["after"] = len(keeper.batches.by_id[1].jobs), keeper.deadline()
+            slot = dispatcher.slots.free.pop()
+            dispatcher.slots.running[slot] = Running(job, 1, slot, prepared, started + 60.0)
+            seen["due"], seen["now"] = dispatcher.deadline(), time.monotonic()
+            dispatcher.shrink(time.monotonic())
+            seen["kept"], seen["after"] = len(dispatcher.batches.by_id[1].jobs), dispatcher.deadline()
         finally:
-            keeper.slots.running.clear()
-            keeper.close()
+            dispatcher.slots.running.clear()
+            dispatcher.close()
             db.close()
 
     thread = threading.Thread(target=run)
@@ -278,7 +278,7 @@ def test_sigterm_ends_the_wait_for_an_unreachable_server(qdb: QueueDB) -> None:
 
 
 def test_claims_are_sized_from_free_slots_and_recent_durations() -> None:
-    # No duration known yet: a full claim, as for short jobs (the keeper gives back the surplus).
+    # No duration known yet: a full claim, as for short jobs (the dispatcher gives back the surplus).
     assert claim_limit(slots=5, free=5, stock=0, average=None, batch_size=100) == 100
     assert claim_limit(slots=5, free=0, stock=99, average=None, batch_size=100) == 0
     # No-op jobs still come in batches of the full size; half-slow ones, one per slot plus what starts soon.

@@ -1,7 +1,7 @@
 """The worker process, in the stages of a job's life. Its loop (``loop``) asks ``queue_watch`` (polls,
 hints, due jobs) whether to claim. Taking work in (``intake``): claims sized by ``claimsize`` from
 ``observed_durations``, made by ``claimer``, jobs admitted by ``concurrency_admission`` and
-``rate_admission``. The keeper (``keeper``) starts the jobs of the claimed batches (``batches``: a
+``rate_admission``. The dispatcher (``dispatcher``) starts the jobs of the claimed batches (``batches``: a
 claimed batch's life) on the main thread or in slots; ``claim_shrinker`` gives back what claims sized
 blind took too much of. Running them (``running``): ``runner``, ``slots``, ``context``, ``cancels``,
 ``progress``, ``tracing``, ``parents``. Settling them (``settling``): outcomes written (``outcomes``)

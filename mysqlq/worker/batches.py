@@ -4,7 +4,7 @@ A batch is one claim (its token, ``batch_id``). Its states and what moves it bet
 
 - **claimed**: :meth:`Batches.add` takes the claim in hand (mysqlq.worker.intake.claimer made it),
   with its leases (mysqlq.worker.settling.leases) and its jobs' cancels held;
-- **running**: the keeper (mysqlq.worker.keeper) takes its jobs one by one off :attr:`Batch.jobs`
+- **running**: the dispatcher (mysqlq.worker.dispatcher) takes its jobs one by one off :attr:`Batch.jobs`
   and starts them, on the main thread or in a slot (:attr:`Batch.in_flight`), and hands each outcome
   back through :meth:`Batches.record`;
 - **released**: jobs not started go back unstarted, no attempt spent (:meth:`Batches.release`,
@@ -60,7 +60,7 @@ class Batch:
     ids: list[int]  # every job of the claim
     in_flight: int = 0  # jobs of it running in a slot
     keyed: bool = False  # some of its jobs carry a concurrency key (mysqlq.worker.intake.concurrency_admission)
-    unsized: bool = False  # claimed in full before its queue's durations were known (Keeper.shrink)
+    unsized: bool = False  # claimed in full before its queue's durations were known (Dispatcher.shrink)
     looked: float = 0.0  # when shrink last looked at it (monotonic)
 
     @property

@@ -1,5 +1,5 @@
-"""The worker loop: has-task hint → claim what the slots can start soon → hand it to the keeper
-(mysqlq.worker.keeper), which runs it, and the batches (mysqlq.worker.batches), which write and log
+"""The worker loop: has-task hint → claim what the slots can start soon → hand it to the dispatcher
+(mysqlq.worker.dispatcher), which runs it, and the batches (mysqlq.worker.batches), which write and log
 its outcomes → wait → repeat. One loop for every concurrency."""
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from mysqlq.store.db import FOREVER, Database, RetryPolicy, StopRequested
 from mysqlq.store.schema import check_schema, migration_running
 from mysqlq.worker.background import BackgroundThread
 from mysqlq.worker.batches import Batches
+from mysqlq.worker.dispatcher import Dispatcher, StopFlag
 from mysqlq.worker.heartbeat import Heartbeat
 from mysqlq.worker.intake.claimer import Claimer
 from mysqlq.worker.intake.claimsize import claim_limit
 from mysqlq.worker.intake.concurrency_admission import Limits
 from mysqlq.worker.intake.rate_admission import Rates
-from mysqlq.worker.keeper import Keeper, StopFlag
 from mysqlq.worker.queue_watch import QueueWatch
 from mysqlq.worker.running.cancels import Cancels, CancelWatch
 from mysqlq.worker.running.progress import LatestProgress, ProgressWriter
@@ -76,7 +76,7 @@ class Worker:
         self.batches = Batches(settings, self.db, self.log, self.leases, self.cancels, self.limits, self.report,
                                self._wake_others, runner.runs)
         self.slots = Slots(settings.concurrency, settings, runner, doubtful=self.leases.doubtful)
-        self.keeper = Keeper(settings, runner, self.batches, self.slots, self.leases, self.stop, self.log,
+        self.dispatcher = Dispatcher(settings, runner, self.batches, self.slots, self.leases, self.stop, self.log,
                              self._wake_others)
         # The background thread: the heartbeat, and the leader's chores when this worker leads.
         looks = threading.Event()  # set when a poll saw the election change
@@ -101,7 +101,7 @@ class Worker:
         try:
             return self._run()
         finally:
-            self.keeper.close()
+            self.dispatcher.close()
             signal.set_wakeup_fd(-1)
             os.close(self._wake_r)
             os.close(self._wake_w)
@@ -202,28 +202,28 @@ class Worker:
 
     def _run_until_stopped(self) -> int:
         """Turn until stopped (every job in flight finished, the unstarted rest released) or drained."""
-        keeper = self.keeper
-        while self._turn(keeper):
+        dispatcher = self.dispatcher
+        while self._turn(dispatcher):
             pass
         self.batches.release_unstarted()  # what a signal during the last turn left unstarted
         self.batches.write(final_only=True)
         self.rates.log_set_aside()
-        if keeper.stuck is not None:
-            self.log.error("worker.exit_stuck", job_id=keeper.stuck.job.id, exit_code=EXIT_STUCK)
+        if dispatcher.stuck is not None:
+            self.log.error("worker.exit_stuck", job_id=dispatcher.stuck.job.id, exit_code=EXIT_STUCK)
             return EXIT_STUCK
         return 0
 
     # ------------------------------------------------------------------ the loop
 
-    def _turn(self, keeper: Keeper) -> bool:
+    def _turn(self, dispatcher: Dispatcher) -> bool:
         """One turn of the loop; False when the worker should end."""
         self._ping_watchdog()
         lookout = self.lookout
-        ending = self.stopping or keeper.stuck is not None
-        keeper.turn(starting=not ending)
+        ending = self.stopping or dispatcher.stuck is not None
+        dispatcher.turn(starting=not ending)
         self._log_set_aside()
         self._act_on_findings()
-        ending = self.stopping or keeper.stuck is not None  # the turn may have found a stuck job
+        ending = self.stopping or dispatcher.stuck is not None  # the turn may have found a stuck job
         self._report()
         if ending:
             self.batches.write_held()
@@ -239,14 +239,14 @@ class Worker:
             lookout.due_in(turn)
         found: bool | None = False
         if lookout.want_claim:  # not while jobs admitted under a rate limit wait to start (None: no claim sent)
-            found = None if keeper.entering else self._claim(keeper)
+            found = None if dispatcher.entering else self._claim(dispatcher)
         if self.listener:  # a hinted wake-up costs a token only when its claim (or poll) found nothing
             self.listener.settle(found)
         self.batches.write_held()  # when no claim took its completion along
         self._act_on_findings()
         if found:
             return True
-        if self.settings.burst and keeper.empty and not lookout.want_claim:
+        if self.settings.burst and dispatcher.empty and not lookout.want_claim:
             drained = lookout.drained()
             if drained is not None:
                 return not drained
@@ -266,13 +266,13 @@ class Worker:
             self.lookout.due_in(findings.retry_in)
         self.lookout.ready_in(findings.ready)
 
-    def _claim(self, keeper: Keeper) -> bool | None:
+    def _claim(self, dispatcher: Dispatcher) -> bool | None:
         """Claim what the slots can start soon (mysqlq.worker.intake.claimsize): True when jobs came (or were
         set aside, blocked by their concurrency limit), False when none did, None when no claim was sent
         (no slot free for one)."""
         settings, lookout, batches = self.settings, self.lookout, self.batches
         first = lookout.first_queue()
-        average = keeper.pace.estimate(first, time.monotonic()) if first is not None else None
+        average = dispatcher.pace.estimate(first, time.monotonic()) if first is not None else None
         limit = claim_limit(settings.concurrency, len(self.slots.free), batches.unstarted, average,
                             settings.batch_size)
         if not limit:
@@ -288,12 +288,12 @@ class Worker:
         if not jobs:
             self._log_set_aside()
             return claim.set_aside
-        spans = keeper.runner.spans
+        spans = dispatcher.runner.spans
         if spans is not None:
             spans.claimed(jobs, claim.batch_id, claim.claimed_at)
         batches.add(claim, unsized=average is None)
-        if keeper.runner.enter_by:  # jobs admitted under a rate limit: started now, within their grace
-            keeper.dispatch()
+        if dispatcher.runner.enter_by:  # jobs admitted under a rate limit: started now, within their grace
+            dispatcher.dispatch()
         self._log_set_aside()
         self._report()
         return True
@@ -327,7 +327,7 @@ class Worker:
             postponed = self.listener.deferred_for()  # a hinted wake-up waiting for the rate bound
             if postponed is not None:
                 timeout = min(timeout, postponed)
-        deadline = self.keeper.deadline()
+        deadline = self.dispatcher.deadline()
         if deadline is not None:
             timeout = min(timeout, deadline - time.monotonic())
         with self.metrics.waiting():

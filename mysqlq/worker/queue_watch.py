@@ -1,6 +1,6 @@
 """What a worker knows of its queues between claims: whether a claim is worth sending, when to poll,
-when the next delayed job comes due, which queues are paused. Polls, hints and the keeper's news
-feed it; the loop asks it what to do next."""
+when the next delayed job comes due, which queues are paused. Polls, hints and what the outcomes' writes
+found feed it; the loop asks it what to do next."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ def claim_limit(slots: int, free: int, stock: int, average: float | None, batch_
     """How many jobs to claim now; 0 means not now.
 
     ``stock`` jobs are in hand already, unstarted. Until a duration is known the claim is full, as
-    for short jobs, so a cold start loses no round trip; the keeper gives back what it cannot start
+    for short jobs, so a cold start loses no round trip; the dispatcher gives back what it cannot start
     soon once the first job says how long they take (:func:`surplus`). A claim smaller than half of
     what could be wanted waits for the stock to run lower (claims stay batched).
 

@@ -10,7 +10,7 @@ Like concurrency limits, the worker applies them right after a claim, before the
 over its limit is not started; it waits as a scheduled job until its turn (its attempt refunded), in
 order within its bucket, and becomes ready then without anyone polling for it. A job admitted has
 its handler entered within its limit's grace of the admission, or goes back to the queue unrun (the
-keeper sees to it, from the time kept in ``enter_by``), so the limit holds as the handler's own clock
+dispatcher sees to it, from the time kept in ``enter_by``), so the limit holds as the handler's own clock
 sees its calls too. Jobs without a limit pay one dictionary look-up each, in Python.
 """
 

@@ -38,7 +38,7 @@ UNSET = HandlerSpec(lambda payload, ctx: None, None, False, False)  # dispatch's
 
 class StopFlag:
     """Set by the worker's signal handler: start nothing more, even mid-batch. Shared, not polled
-    through a call: the keeper reads it before every job."""
+    through a call: the dispatcher reads it before every job."""
 
     __slots__ = ("requested",)
 
@@ -46,7 +46,7 @@ class StopFlag:
         self.requested = False
 
 
-class Keeper:
+class Dispatcher:
     """Starts jobs (earliest batch first), collects what they return and hands it to the batches
     (mysqlq.worker.batches), which write, log and settle it.
 
