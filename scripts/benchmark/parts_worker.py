@@ -17,7 +17,7 @@ from typing import Any
 
 from mysqlq.core import logs
 from mysqlq.store import claims
-from mysqlq.worker import batches, keeper, loop
+from mysqlq.worker import batches, dispatcher, loop
 from mysqlq.worker.intake import claimer
 from mysqlq.worker.settling import outcomes, report
 
@@ -27,9 +27,9 @@ PARTS: list[tuple[Any, str, str]] = [
     (claimer.Claimer, "claim", "claim statement, read-back, batch.claimed"),
     (claims, "fetch_batch", "read-back alone (fetch_batch)"),
     (claims, "claim_and_fetch", "claim with its read-back (claim_and_fetch)"),
-    (keeper.Keeper, "add", "taking a batch in hand"),
-    (keeper.Keeper, "turn", "keeper turns (all)"),
-    (keeper.Keeper, "dispatch", "starting and running jobs (dispatch)"),
+    (dispatcher.Dispatcher, "add", "taking a batch in hand"),
+    (dispatcher.Dispatcher, "turn", "keeper turns (all)"),
+    (dispatcher.Dispatcher, "dispatch", "starting and running jobs (dispatch)"),
     (batches.Batches, "write", "writing and logging outcomes (all)"),
     (outcomes.OutcomeBuffer, "flush", "outcome statements"),
     (report.Report, "written", "job.done lines (all)"),
