@@ -27,7 +27,7 @@ from mysqlq.worker.intake.claimer import Claim
 from mysqlq.worker.intake.claimsize import HORIZON, Durations, InlineDurations, claim_limit, surplus
 from mysqlq.worker.intake.concurrency_admission import Limits
 from mysqlq.worker.running.cancels import Cancels
-from mysqlq.worker.running.runner import Prepared, Runner
+from mysqlq.worker.running.job_runner import Prepared, Runner
 from mysqlq.worker.running.slots import Running, Slots
 from mysqlq.worker.settling.leases import Leases
 from mysqlq.worker.settling.report import Report

@@ -52,11 +52,11 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
 
 
 def _sdk() -> bool:
-    """Whether this process traces, as a worker decides it (mysqlq.worker.running.tracing.active); without
+    """Whether this process traces, as a worker decides it (mysqlq.worker.running.job_spans.active); without
     OpenTelemetry imported it does not, and the worker's module is not imported to say so."""
     if "opentelemetry.trace" not in sys.modules:
         return False
-    from mysqlq.worker.running.tracing import active
+    from mysqlq.worker.running.job_spans import active
 
     return active()
 
@@ -65,7 +65,7 @@ def _sdk() -> bool:
 def _traced(queues: set[str], batch: int | None = None) -> Iterator[Callable[[int], object]]:
     """Jobs enqueued within it continue the trace handed down in $TRACEPARENT (and $TRACESTATE). When
     this process traces (OpenTelemetry's SDK set up, as by ``opentelemetry-instrument``; see
-    mysqlq.worker.running.tracing.active) they are enqueued in a PRODUCER span ``create <queue>``, a child of
+    mysqlq.worker.running.job_spans.active) they are enqueued in a PRODUCER span ``create <queue>``, a child of
     that trace, and store that span. Yields what records a job's id on the span."""
     handed, ignored = from_environment(os.environ)
     if ignored:
@@ -77,7 +77,7 @@ def _traced(queues: set[str], batch: int | None = None) -> Iterator[Callable[[in
     from opentelemetry import trace
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-    from mysqlq.worker.running.tracing import SYSTEM
+    from mysqlq.worker.running.job_spans import SYSTEM
 
     parent = None
     if handed:

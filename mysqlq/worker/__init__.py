@@ -3,8 +3,8 @@ hints, due jobs) whether to claim. Taking work in (``intake``): claims sized by 
 ``observed_durations``, made by ``claimer``, jobs admitted by ``concurrency_admission`` and
 ``rate_admission``. The dispatcher (``dispatcher``) starts the jobs of the claimed batches (``batches``: a
 claimed batch's life) on the main thread or in slots; ``claim_shrinker`` gives back what claims sized
-blind took too much of. Running them (``running``): ``runner``, ``slots``, ``context``, ``cancels``,
-``progress``, ``tracing``, ``parents``. Settling them (``settling``): outcomes written (``outcomes``)
+blind took too much of. Running them (``running``): ``job_runner``, ``slots``, ``context``, ``cancels``,
+``progress``, ``job_spans``, ``parents``. Settling them (``settling``): outcomes written (``outcomes``)
 and reported (``report``, ``worker_metrics``), ``leases``, ``runs``. A background thread
 (``background``) runs the heartbeat (``heartbeat``, extending the leases) and the leader's maintainer
 (mysqlq.leader). ``lint-imports`` keeps the stages' order: each imports only those after it.

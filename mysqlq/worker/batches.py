@@ -21,7 +21,7 @@ Its completion, the statement that marks its jobs done, has three writers, each 
    :meth:`Batches.completed`, and mysqlq.worker.intake.claimer.HeldCompletion): a batch that ended with
    plain successes only is held for the claim that follows in the same turn, which completes it in
    its own round trip (two round trips fewer a batch);
-3. a transactional handler's own commit (mysqlq.worker.running.runner): its writes and its fenced
+3. a transactional handler's own commit (mysqlq.worker.running.job_runner): its writes and its fenced
    completion commit together, so its outcome comes back ``recorded`` and the buffer writes nothing
    more for it.
 

@@ -27,7 +27,7 @@ from mysqlq.worker.batches import Batch, Batches
 from mysqlq.worker.claim_shrinker import ClaimShrinker
 from mysqlq.worker.intake.claimsize import InlineDurations
 from mysqlq.worker.intake.observed_durations import ObservedDurations
-from mysqlq.worker.running.runner import HandlerSpec, Prepared, Runner, describe, timed_out
+from mysqlq.worker.running.job_runner import HandlerSpec, Prepared, Runner, describe, timed_out
 from mysqlq.worker.running.slots import Running, Slots
 from mysqlq.worker.settling.leases import Leases
 from mysqlq.worker.settling.outcomes import Outcome, cancelled_before_start

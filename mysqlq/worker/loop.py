@@ -35,8 +35,8 @@ from mysqlq.worker.intake.concurrency_admission import Limits
 from mysqlq.worker.intake.rate_admission import Rates
 from mysqlq.worker.queue_watch import QueueWatch
 from mysqlq.worker.running.cancels import Cancels, CancelWatch
+from mysqlq.worker.running.job_runner import Runner
 from mysqlq.worker.running.progress import LatestProgress, ProgressWriter
-from mysqlq.worker.running.runner import Runner
 from mysqlq.worker.running.slots import Slots
 from mysqlq.worker.settling import worker_metrics
 from mysqlq.worker.settling.leases import Leases

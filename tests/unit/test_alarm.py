@@ -1,5 +1,5 @@
-"""The main thread's time limit (mysqlq.worker.running.runner.MainThreadTimeLimit): a lazy SIGALRM timer that quick jobs
-do not set, which still ends each job at its own limit, whatever limit an earlier job left the timer at."""
+"""The main thread's time limit (mysqlq.worker.running.job_runner.MainThreadTimeLimit): a lazy SIGALRM timer that quick
+jobs do not set, which still ends each job at its own limit, whatever limit an earlier job left the timer at."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from mysqlq.core.errors import JobTimeout
-from mysqlq.worker.running.runner import MainThreadTimeLimit
+from mysqlq.worker.running.job_runner import MainThreadTimeLimit
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from mysqlq.core.errors import HandlerNotFound
 from mysqlq.core.handlers import Handler, Registry
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.worker.running.cancels import Cancels
-from mysqlq.worker.running.runner import Prepared, Runner
+from mysqlq.worker.running.job_runner import Prepared, Runner
 
 from .test_import_weight import loaded_after
 
@@ -62,7 +62,7 @@ def test_a_handler_that_cannot_be_found_fails_the_job_with_the_reason() -> None:
 def test_a_worker_loads_the_payload_decoder_before_its_first_job() -> None:
     made = ("from mysqlq.core.config import Settings\nfrom mysqlq.core.handlers import Registry\n"
             "from mysqlq.core import logs\nfrom mysqlq.worker.running.cancels import Cancels\n"
-            "from mysqlq.worker.running.runner import Runner\n")
+            "from mysqlq.worker.running.job_runner import Runner\n")
     assert "orjson" not in loaded_after(made)  # the check sees what was imported
     assert "orjson" in loaded_after(made + "Runner(Settings(), Registry(), logs.get_logger('x'), Cancels())")
 

@@ -1,12 +1,12 @@
 """A job admitted under a rate limit has its handler entered within its grace, or is not run: the
-worker's runner checks the time kept for it just before the call (mysqlq.worker.running.runner.late)."""
+worker's runner checks the time kept for it just before the call (mysqlq.worker.running.job_runner.late)."""
 
 from __future__ import annotations
 
 import time
 
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.worker.running.runner import Entry, Prepared, late
+from mysqlq.worker.running.job_runner import Entry, Prepared, late
 
 
 def prepared(enter_by: float | None) -> Prepared:

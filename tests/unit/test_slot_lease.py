@@ -9,7 +9,7 @@ from typing import Any
 
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.worker.running.runner import Prepared
+from mysqlq.worker.running.job_runner import Prepared
 from mysqlq.worker.running.slots import Slots
 
 

@@ -10,7 +10,7 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 from mysqlq.core.tracing import MAX_LENGTH, current_trace_context, parse_trace_context
-from mysqlq.worker.running import tracing as worker_tracing
+from mysqlq.worker.running import job_spans as worker_tracing
 from mysqlq.worker.settling.runs import Runs
 
 TRACE_ID = 0x0AF7651916CD43DD8448EB211C80319C

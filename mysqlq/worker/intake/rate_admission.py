@@ -28,7 +28,7 @@ from mysqlq.core.logs import Log
 from mysqlq.core.rates import TURN_SPAN, RateLimit, handler_bucket, queue_bucket
 from mysqlq.store import rates as store
 from mysqlq.store.db import Database
-from mysqlq.worker.running.runner import Entry
+from mysqlq.worker.running.job_runner import Entry
 
 _NONE = (None, None)
 TURNS_KEPT = 10_000  # turns a worker remembers to promote; past that, its polls find the rest

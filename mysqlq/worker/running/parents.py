@@ -30,7 +30,7 @@ class ParentsReader:
 
     def trace_contexts(self, job_id: int, limit: int) -> list[tuple[str, bool]]:
         """The spans the parents of ``job_id`` ran in (True) or were enqueued in (False): the links of
-        its span, mysqlq.worker.running.tracing."""
+        its span, mysqlq.worker.running.job_spans."""
         return self._run(lambda cur: dependencies.parents_trace_contexts(cur, job_id, limit))
 
     def _run(self, question: Callable[[Cursor], T]) -> T:

@@ -19,7 +19,7 @@ from mysqlq.core.config import Settings
 from mysqlq.core.errors import DatabaseUnavailable
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store.db import Connection, Database
-from mysqlq.worker.running.runner import Prepared, Runner, describe, failed
+from mysqlq.worker.running.job_runner import Prepared, Runner, describe, failed
 from mysqlq.worker.settling.outcomes import Outcome
 
 if TYPE_CHECKING:

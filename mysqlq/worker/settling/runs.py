@@ -2,7 +2,7 @@
 
 A job that others wait for (a group's member, a chain's step) ends in a transaction that releases
 them (mysqlq.store.dependencies); a worker that traces writes there, too, the span the job ran in, so
-that the span of a job that waited for it links to its run (mysqlq.worker.running.tracing). Which jobs have
+that the span of a job that waited for it links to its run (mysqlq.worker.running.job_spans). Which jobs have
 dependents is known only when their outcome is written: every run's span is noted here when it
 starts, and forgotten when its outcome is written. A worker that does not trace notes nothing.
 """

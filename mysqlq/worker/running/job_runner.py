@@ -27,9 +27,9 @@ from mysqlq.store import claims
 from mysqlq.store.db import Connection, is_transient, transaction
 from mysqlq.worker.running.cancels import Cancels
 from mysqlq.worker.running.context import JobContext, WorkerShared
+from mysqlq.worker.running.job_spans import JobSpans, start
 from mysqlq.worker.running.parents import ParentsReader
 from mysqlq.worker.running.progress import LatestProgress
-from mysqlq.worker.running.tracing import JobSpans, start
 from mysqlq.worker.settling.outcomes import DoneIn, Outcome
 from mysqlq.worker.settling.runs import Runs
 
@@ -171,7 +171,7 @@ class Runner:
         self.enter_by: dict[int, Entry] = {}
         load_decoder()  # its import is not the first job's time either
         self.default_limit = settings.time_limit
-        # The jobs' spans when this process traces (mysqlq.worker.running.tracing); looked for again when a
+        # The jobs' spans when this process traces (mysqlq.worker.running.job_spans); looked for again when a
         # handler's module is imported, which may be where the application sets OpenTelemetry up.
         self.runs = Runs()  # the spans runs are in, until their outcomes are written (a worker that traces)
         self.spans: JobSpans | None = start(self.read_parents.trace_contexts, self.runs)
