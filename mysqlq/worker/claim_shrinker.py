@@ -21,12 +21,12 @@ from mysqlq.worker.running.slots import Slots
 class ClaimShrinker:
     """Looks at the claims sized blind (see the module's docstring)."""
 
-    def __init__(self, settings: Settings, batches: Batches, slots: Slots, pace: ObservedDurations,
+    def __init__(self, settings: Settings, batches: Batches, slots: Slots, durations: ObservedDurations,
                  wake: Callable[[Iterable[str]], None]) -> None:
         self.settings = settings
         self.batches = batches
         self.slots = slots
-        self.pace = pace
+        self.durations = durations
         self.wake = wake  # tells other workers that queues gained ready jobs
 
     def next_look(self) -> float | None:
@@ -37,7 +37,7 @@ class ClaimShrinker:
         if self.slots.running:
             for batch in self.batches.values():
                 if batch.unsized and batch.jobs:
-                    at = self.pace.horizon(batch.jobs[0].queue)
+                    at = self.durations.horizon(batch.jobs[0].queue)
                     if at is not None and at > batch.looked:
                         times.append(at)
         return min(times) if times else None
@@ -53,10 +53,10 @@ class ClaimShrinker:
                 continue
             queue = batch.jobs[0].queue
             batch.looked = now
-            estimate = self.pace.estimate(queue, now)
+            estimate = self.durations.estimate(queue, now)
             if estimate is None:
                 continue
-            batch.unsized = not self.pace.known(queue)  # a lower bound only: size it again once one finishes
+            batch.unsized = not self.durations.known(queue)  # a lower bound only: size it again once one finishes
             excess = min(len(batch.jobs), surplus(settings.concurrency, len(self.slots.free), batches.unstarted,
                                                   estimate, settings.batch_size))
             if excess:

@@ -67,8 +67,8 @@ class Dispatcher:
         # takes several statements in one query (a handler's SQL never gets one that does).
         self.handler_db = Database(settings.dsn, isolation=settings.isolation)
         self.inline_all = settings.concurrency == 1
-        self.pace = ObservedDurations(slots)  # durations: they size claims, and pick the main thread for quick handlers
-        self.give_back = ClaimShrinker(settings, batches, slots, self.pace, wake)
+        self.durations = ObservedDurations(slots)  # they size claims, and pick the main thread for quick handlers
+        self.shrinker = ClaimShrinker(settings, batches, slots, self.durations, wake)
         self.stuck: Running | None = None
         self._yielded = False  # the last dispatch stopped with jobs it could have started
 
@@ -90,7 +90,7 @@ class Dispatcher:
         else a flush or a job's limit."""
         if self._yielded:
             return time.monotonic()
-        times = [at for at in (self.batches.flush_due(), self.give_back.next_look()) if at is not None]
+        times = [at for at in (self.batches.flush_due(), self.shrinker.next_look()) if at is not None]
         job = self.slots.next_deadline(time.monotonic())
         if job is not None:
             times.append(job)
@@ -125,7 +125,7 @@ class Dispatcher:
             if outcome.kind == "late" and running.prepared.entry is not None:
                 self._late(batch, [(running.job, running.prepared.entry.bucket)])
                 continue
-            self.pace.observe(running.job, outcome.duration)
+            self.durations.observe(running.job, outcome.duration)
             if outcome.kind == "release" and running.job.id not in self.cancels.requested:
                 self.slots.drop_connection(running.slot)
                 self._interrupted(batch, running.job, outcome)
@@ -134,7 +134,7 @@ class Dispatcher:
 
     def shrink(self, now: float) -> None:
         """Give back what claims sized blind hold beyond what the slots start soon (mysqlq.worker.claim_shrinker)."""
-        self.give_back.look(now)
+        self.shrinker.look(now)
 
     def time_out_overdue(self, now: float) -> None:
         """A thread past its limit: its job is recorded failed now. One far past it: the worker is stuck."""
@@ -212,7 +212,7 @@ class Dispatcher:
                 if not slots.free:
                     return
             finally:
-                self.pace.tallied(tally)
+                self.durations.tallied(tally)
                 if late:
                     self._late(batch, late)
 
@@ -235,7 +235,7 @@ class Dispatcher:
         async one; every other one with one slot; else a plain one known to be quicker than a hand-off."""
         if is_async:
             return False
-        return self.inline_all or (not transactional and self.pace.quick(handler))
+        return self.inline_all or (not transactional and self.durations.quick(handler))
 
     def close(self) -> None:
         self.runner.alarm.off()
@@ -260,7 +260,7 @@ class Dispatcher:
             self._late(batch, [(job, prepared.entry.bucket)])
             return True
         if not self.inline_all:  # durations size claims and pick the main thread only with several slots
-            self.pace.observe(job, outcome.duration)
+            self.durations.observe(job, outcome.duration)
         if outcome.kind == "release" and job.id not in self.cancels.requested:
             self.handler_db.close()  # the next transactional job reconnects
             self._interrupted(batch, job, outcome)

@@ -80,13 +80,14 @@ class Worker:
                              self._wake_others)
         # The background thread: the heartbeat, and the leader's chores when this worker leads.
         looks = threading.Event()  # set when a poll saw the election change
-        self.services = BackgroundThread(settings, self.log, looks, lambda: self.stop_requested_at)
-        self.heartbeat = Heartbeat(settings, self.services.db, self.log, self.leases, self._hint_entry)
-        self.elector = Elector(settings, self.services.db, self.log, lambda: self.heartbeat.worker_id, looks)
-        self.maintainer = Maintainer(settings, self.services.db, self.log, self.elector)
-        self.services.attach([self.heartbeat, self.maintainer, CancelWatch(self.services.db, self.cancels, self.log),
-                              ProgressWriter(self.services.db, self.progress, lambda: self.heartbeat.worker_id)])
-        self.lookout = QueueWatch(settings, self.db, self.elector, self.rates.changed_at)
+        self.background = BackgroundThread(settings, self.log, looks, lambda: self.stop_requested_at)
+        self.heartbeat = Heartbeat(settings, self.background.db, self.log, self.leases, self._hint_entry)
+        self.elector = Elector(settings, self.background.db, self.log, lambda: self.heartbeat.worker_id, looks)
+        self.maintainer = Maintainer(settings, self.background.db, self.log, self.elector)
+        self.background.attach([self.heartbeat, self.maintainer,
+                                CancelWatch(self.background.db, self.cancels, self.log),
+                                ProgressWriter(self.background.db, self.progress, lambda: self.heartbeat.worker_id)])
+        self.queue_watch = QueueWatch(settings, self.db, self.elector, self.rates.changed_at)
         self.claimer = Claimer(settings, self.db, self.limits, self.rates, lambda: self.heartbeat.worker_id)
         self._last_status: tuple[int, int] | None = None
         self.stopping = False
@@ -152,9 +153,9 @@ class Worker:
                 except OSError as exc:
                     self.log.warning("hint.unavailable", error=str(exc), note="polling only")
             self.registry.preload()  # now, not at the first job (which then starts sooner)
-            self.maintainer.prepare(self.services.db)
+            self.maintainer.prepare(self.background.db)
             self.heartbeat.register()
-            self.services.start()
+            self.background.start()
             beating = True
             self.log.info("worker.started", queues=",".join(self.settings.queues),
                           worker_id=self.heartbeat.worker_id, batch_size=self.settings.batch_size,
@@ -172,11 +173,11 @@ class Worker:
                 self.listener.close()
             if beating:
                 self.heartbeat.stopping = True
-                self.services.stop()
+                self.background.stop()
                 self.maintainer.release(self.db)  # another worker takes the role over at once
                 self.heartbeat.unregister(self.db)
             else:
-                self.services.db.close()  # it registered, or tried to
+                self.background.db.close()  # it registered, or tried to
             self.db.close()
             if beating:  # a worker refused at registration never started: the CLI says why
                 hinted = {"hints_postponed": self.listener.postponed} if self.listener else {}
@@ -218,7 +219,7 @@ class Worker:
     def _turn(self, dispatcher: Dispatcher) -> bool:
         """One turn of the loop; False when the worker should end."""
         self._ping_watchdog()
-        lookout = self.lookout
+        queue_watch = self.queue_watch
         ending = self.stopping or dispatcher.stuck is not None
         dispatcher.turn(starting=not ending)
         self._log_set_aside()
@@ -230,15 +231,15 @@ class Worker:
             self._act_on_findings()
             if not self.slots.waiting_for(time.monotonic()):
                 return False
-            lookout.stopping()
+            queue_watch.stopping()
             self._wait()
             return True
-        lookout.look()
+        queue_watch.look()
         turn = self.rates.next_turn()  # jobs set aside for their rate limit: promote each group in its turn
         if turn is not None:
-            lookout.due_in(turn)
+            queue_watch.due_in(turn)
         found: bool | None = False
-        if lookout.want_claim:  # not while jobs admitted under a rate limit wait to start (None: no claim sent)
+        if queue_watch.want_claim:  # not while jobs admitted under a rate limit wait to start (None: no claim sent)
             found = None if dispatcher.entering else self._claim(dispatcher)
         if self.listener:  # a hinted wake-up costs a token only when its claim (or poll) found nothing
             self.listener.settle(found)
@@ -246,8 +247,8 @@ class Worker:
         self._act_on_findings()
         if found:
             return True
-        if self.settings.burst and dispatcher.empty and not lookout.want_claim:
-            drained = lookout.drained()
+        if self.settings.burst and dispatcher.empty and not queue_watch.want_claim:
+            drained = queue_watch.drained()
             if drained is not None:
                 return not drained
         self._wait()
@@ -263,28 +264,28 @@ class Worker:
         """What the writes found: a retry coming due, queues that gained ready jobs."""
         findings = self.batches.take_findings()
         if findings.retry_in is not None:
-            self.lookout.due_in(findings.retry_in)
-        self.lookout.ready_in(findings.ready)
+            self.queue_watch.due_in(findings.retry_in)
+        self.queue_watch.ready_in(findings.ready)
 
     def _claim(self, dispatcher: Dispatcher) -> bool | None:
         """Claim what the slots can start soon (mysqlq.worker.intake.claimsize): True when jobs came (or were
         set aside, blocked by their concurrency limit), False when none did, None when no claim was sent
         (no slot free for one)."""
-        settings, lookout, batches = self.settings, self.lookout, self.batches
-        first = lookout.first_queue()
-        average = dispatcher.pace.estimate(first, time.monotonic()) if first is not None else None
+        settings, queue_watch, batches = self.settings, self.queue_watch, self.batches
+        first = queue_watch.first_queue()
+        average = dispatcher.durations.estimate(first, time.monotonic()) if first is not None else None
         limit = claim_limit(settings.concurrency, len(self.slots.free), batches.unstarted, average,
                             settings.batch_size)
         if not limit:
             return None
         # The held batch's completion rides along; if it went, its lines come first (it ended before).
-        claim = self.claimer.claim(limit, lookout.paused, batches)
+        claim = self.claimer.claim(limit, queue_watch.paused, batches)
         jobs = claim.jobs
         if jobs or claim.set_aside:
             self.log.info("batch.claimed", batch_id=claim.batch_id, jobs=len(jobs))
-        lookout.claimed(full=len(jobs) >= limit, set_aside=claim.set_aside, found=bool(jobs) or claim.set_aside)
+        queue_watch.claimed(full=len(jobs) >= limit, set_aside=claim.set_aside, found=bool(jobs) or claim.set_aside)
         if claim.due_in is not None:  # jobs set aside for their rate limit: promote the first in its turn
-            lookout.due_in(claim.due_in)
+            queue_watch.due_in(claim.due_in)
         if not jobs:
             self._log_set_aside()
             return claim.set_aside
@@ -318,7 +319,7 @@ class Worker:
     def _wait(self) -> None:
         """Sleep until a hint for our queues, the next poll, a due job, a job's return, or a signal."""
         logs.flush()
-        timeout = self.lookout.timeout()
+        timeout = self.queue_watch.timeout()
         if self.notifier.watchdog_interval is not None:
             timeout = min(timeout, self.notifier.watchdog_interval)
         sources: list[Any] = [self._wake_r, self.slots]  # the slots: readable when a job returns
@@ -336,7 +337,7 @@ class Worker:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_r, 512)
         if self.listener:
-            self.lookout.hinted(self.listener.wake(readable, self.settings.queues, self.lookout.paused))
+            self.queue_watch.hinted(self.listener.wake(readable, self.settings.queues, self.queue_watch.paused))
 
     def _ping_watchdog(self) -> None:
         period = self.notifier.watchdog_interval
