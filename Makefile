@@ -121,7 +121,7 @@ test-django6: deps
 	$(VENV6)/bin/python -m pip install -q --upgrade pip && \
 	$(VENV6)/bin/python -m pip install -q -e . 'django>=6.0' 'pytest>=8' 'pytest-timeout>=2.2' \
 	  -e ./tests/handlers -e ./tests/harness && \
-	$(VENV6)/bin/python -m pytest -q tests/test_django.py
+	$(VENV6)/bin/python -m pytest -q tests/applications/test_django.py
 
 # demo: run the end-to-end demo script: workers installed and started as units under systemd (this
 # machine's when it is PID 1, else a private one), in the foreground where none can run.

@@ -5,7 +5,7 @@ The chores are the reaper (mysqlq.leader.reaper), retention (mysqlq.leader.reten
 jobs (mysqlq.leader.scheduler), the concurrency limits' sweep (mysqlq.leader.limits_sweep) and the
 rate limits' tidying (mysqlq.leader.rates_sweep). Each has ``name`` and ``run()``, which returns the
 seconds until it wants to run again: a chore for a feature not in use asks rarely, so that an idle
-queue costs the server little more than the workers' polls and heartbeats (tests/test_idle_cost.py
+queue costs the server little more than the workers' polls and heartbeats (tests/cost/test_idle_cost.py
 counts it). Before a round of chores the leader renews its lease (a statement only once half of it
 has passed), so that a leader that lost the role does nothing more; the chores' writes are fenced by
 its epoch besides.

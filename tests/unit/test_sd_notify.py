@@ -1,7 +1,7 @@
 """systemd's notifications through its own binding (``systemd.daemon.notify``, libsystemd's
 ``sd_notify``): a datagram to $NOTIFY_SOCKET, a path or an abstract name (``@…``), carrying the sender's
 pid for systemd's ``NotifyAccess=main``; nothing at all without the variable. (The worker's
-READY/STATUS/WATCHDOG/STOPPING story is tests/test_systemd_notify.py.)"""
+READY/STATUS/WATCHDOG/STOPPING story is tests/systemd/test_systemd_notify.py.)"""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@
 -- For reading only: a database is made and upgraded by `mysqlq migrate`, never from this file.
 -- MariaDB prints the same schema in other words: schema.sql. In a database created without
 -- utf8mb4_bin, mysqlq_schema_version and mysqlq_migration_lock (which name no character set) take
--- the database's own. tests/test_schema_file.py checks that the migrations make exactly this;
+-- the database's own. tests/store/test_schema_file.py checks that the migrations make exactly this;
 -- after adding a migration, regenerate the tables below (this note is kept) with
---   MYSQLQ_WRITE_SCHEMA=1 MYSQLQ_TEST_SERVER=mysql .venv/bin/pytest tests/test_schema_file.py
+--   MYSQLQ_WRITE_SCHEMA=1 MYSQLQ_TEST_SERVER=mysql .venv/bin/pytest tests/store/test_schema_file.py
 
 CREATE TABLE `mysqlq_blocked_jobs` (
   `concurrency_key` varchar(191) COLLATE utf8mb4_bin NOT NULL,

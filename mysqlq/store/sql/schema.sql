@@ -3,9 +3,9 @@
 -- counters. For reading only: a database is made and upgraded by `mysqlq migrate`, never from this
 -- file. MySQL prints the same schema in other words: schema.mysql.sql. In a database created
 -- without utf8mb4_bin, mysqlq_schema_version and mysqlq_migration_lock (which name no character
--- set) take the database's own. tests/test_schema_file.py checks that the migrations make exactly
+-- set) take the database's own. tests/store/test_schema_file.py checks that the migrations make exactly
 -- this; after adding a migration, regenerate the tables below (this note is kept) with
---   MYSQLQ_WRITE_SCHEMA=1 .venv/bin/pytest tests/test_schema_file.py
+--   MYSQLQ_WRITE_SCHEMA=1 .venv/bin/pytest tests/store/test_schema_file.py
 
 CREATE TABLE `mysqlq_blocked_jobs` (
   `concurrency_key` varchar(191) NOT NULL,

@@ -1,0 +1,1 @@
+"""Rate limits and concurrency limits, across worker processes."""

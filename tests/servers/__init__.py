@@ -1,0 +1,2 @@
+"""The servers under mysqlq: the harness's private server, multi-host DSNs and failover, Galera and
+Group Replication."""

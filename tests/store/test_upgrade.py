@@ -1,0 +1,139 @@
+"""Online upgrade: a database of an older schema, holding jobs in every state, is migrated to the
+newest without losing or changing any job, and then every job runs to completion with real workers."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from mysqlq.store import execute
+from mysqlq.store.schema import latest_version, migrate
+from mysqlq.store.sql import migrations
+
+from ..conftest import QueueDB, numbers
+
+# The columns every schema since version 1 has; version 5 added dedupe_scope.
+COLUMNS = ("id, queue, handler, payload, status, priority, run_at, attempts, max_attempts, time_limit, batch_id, "
+           "worker_id, worker, lease_until, enqueued_at, started_at, finished_at, dedupe_key, last_error")
+ROW = ("INSERT INTO mysqlq_jobs (queue, handler, payload, status, priority, run_at, attempts, max_attempts, "
+       "batch_id, worker_id, worker, lease_until, enqueued_at, started_at, finished_at, dedupe_key, last_error) "
+       "VALUES (%(queue)s, 'test.record', %(payload)s, %(status)s, %(priority)s, "
+       "NOW(6) + INTERVAL %(due_s)s SECOND, %(attempts)s, 3, %(batch_id)s, %(worker_id)s, %(worker)s, "
+       "%(lease_until)s, NOW(6) - INTERVAL 1 HOUR, %(started_at)s, %(finished_at)s, %(dedupe_key)s, %(error)s)")
+# A day ago (UTC, the server's time zone for mysqlq): ended jobs this old are kept by retention.
+PAST = (dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).replace(tzinfo=None)
+
+
+def at_version(qdb: QueueDB, version: int) -> None:
+    """Turn the test's database into one that was migrated up to ``version`` only."""
+    conn = qdb.connect()
+    with conn.cursor() as cur:
+        cur.execute("SHOW TABLES")
+        for (table,) in cur.fetchall():
+            cur.execute(f"DROP TABLE {table}")
+        execute(cur, "create_version_table")
+        for number, statements in migrations():
+            if number <= version:
+                for statement in statements:
+                    cur.execute(statement)
+                execute(cur, "record_version", {"version": number})
+    conn.close()
+
+
+def job(status: str, queue: str = "default", **fields: Any) -> dict[str, Any]:
+    row = {"queue": queue, "payload": '{"n": 1}', "status": status, "priority": 0, "due_s": 0, "attempts": 0,
+           "batch_id": None, "worker_id": None, "worker": None, "lease_until": None, "started_at": None,
+           "finished_at": None, "dedupe_key": None, "error": None}
+    if status == "running":  # claimed by a worker that is gone, its lease lapsed
+        row.update(batch_id=77, worker_id=999_999, worker="gone", lease_until=PAST, started_at=PAST, attempts=1)
+    if status in ("done", "dead", "cancelled"):
+        row.update(finished_at=PAST, started_at=PAST, attempts=1, batch_id=5)
+    if status == "dead":
+        row.update(attempts=3, error="ValueError: no\nTraceback ...")
+    return {**row, **fields}
+
+
+JOBS = [
+    job("ready"), job("ready", priority=-5), job("ready", queue="mail", priority=3, dedupe_key="r-1"),
+    job("scheduled", due_s=2), job("scheduled", queue="mail", due_s=3, dedupe_key="s-1"),
+    job("running"), job("running", queue="mail", dedupe_key="u-1"),
+    job("done"), job("done", queue="mail", dedupe_key="d-1"),
+    job("dead"), job("dead", queue="mail", dedupe_key="x-1"),
+    job("cancelled"), job("cancelled", queue="mail", dedupe_key="c-1"),
+]
+
+
+def snapshot(qdb: QueueDB, columns: str = COLUMNS) -> list[tuple[Any, ...]]:
+    return qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY id")
+
+
+def states_agree(qdb: QueueDB) -> int:
+    """Rows whose narrow-index columns disagree with their status (must be none)."""
+    return int(qdb.scalar("""SELECT COUNT(*) FROM mysqlq_jobs
+                              WHERE NOT (ready_queue <=> IF(status = 'ready', queue, NULL))
+                                 OR NOT (running_batch <=> IF(status = 'running', batch_id, NULL))
+                                 OR NOT (scheduled_at <=> IF(status = 'scheduled', run_at, NULL))"""))
+
+
+@pytest.mark.parametrize("version", [1, 2, 5])
+def test_an_upgrade_keeps_every_job_and_then_runs_them_all(qdb: QueueDB, version: int) -> None:
+    at_version(qdb, version)
+    conn = qdb.connect()
+    with conn.cursor() as cur:
+        for row in JOBS:
+            cur.execute(ROW, row)
+        if version >= 5:  # the dedupe scopes of version 5: some keys hold only while their job is active
+            cur.execute("UPDATE mysqlq_jobs SET dedupe_scope = 'active' WHERE dedupe_key IN ('r-1', 'u-1', 'x-1')")
+        # Enough history that the backfill takes several primary-key ranges.
+        cur.execute("INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, attempts, "
+                    "enqueued_at, started_at, finished_at, batch_id) SELECT 'default', 'test.record', '{}', 'done', "
+                    "NOW(6) - INTERVAL 2 DAY, 3, 1, NOW(6) - INTERVAL 2 DAY, NOW(6) - INTERVAL 2 DAY, "
+                    f"NOW(6) - INTERVAL 2 DAY, 9 FROM {numbers(12000)}")
+    columns = COLUMNS + (", dedupe_scope" if version >= 5 else "")
+    before = snapshot(qdb, columns)
+
+    with conn.cursor() as cur:
+        assert migrate(cur, qdb.name) == list(range(version + 1, latest_version() + 1))
+    conn.close()
+
+    assert snapshot(qdb, columns) == before  # nothing lost, nothing changed
+    assert states_agree(qdb) == 0
+    # A producer of the previous version, still running, enqueues with its own INSERT: the new
+    # columns' defaults make its job claimable all the same.
+    qdb.query("INSERT INTO mysqlq_jobs (queue, handler, payload, status, priority, run_at, max_attempts, enqueued_at)"
+              " VALUES ('mail', 'test.record', '{}', 'ready', 0, NOW(6), 3, NOW(6))")
+    qdb.query("INSERT INTO mysqlq_jobs (queue, handler, payload, status, priority, run_at, max_attempts, enqueued_at)"
+              " VALUES ('mail', 'test.record', '{}', 'scheduled', 0, NOW(6) + INTERVAL 1 SECOND, 3, NOW(6))")
+    assert states_agree(qdb) == 0
+    dead = [int(row[0]) for row in qdb.query("SELECT id FROM mysqlq_jobs WHERE status = 'dead' ORDER BY id")]
+    assert qdb.cli("retry", *map(str, dead)).returncode == 0
+    to_run = {int(row[0]) for row in qdb.query(
+        "SELECT id FROM mysqlq_jobs WHERE status IN ('ready', 'scheduled', 'running')")}
+    assert len(to_run) == 2 + 3 + 2 + 2 + 2  # the ready, scheduled, running, retried dead and new ones
+
+    qdb.worker("--queue", "default,mail", "--no-processlist-check")
+    qdb.wait_for(lambda: {int(r[0]) for r in qdb.records()} >= to_run, timeout=60, what="every job to run")
+    qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status NOT IN ('done', 'cancelled')") == 0,
+                 what="every outcome to be written")
+    qdb.stop_workers()
+    assert states_agree(qdb) == 0
+    assert qdb.statuses() == {"done": len(JOBS) - 2 + 12_000 + 2, "cancelled": 2}
+    # The lost worker's jobs ran again (attempt 2), the others once.
+    attempts = {int(r[0]): int(r[1]) for r in qdb.records()}
+    running_ids = {int(row[0]) for row in before if row[4] == "running"}
+    assert {attempts[i] for i in running_ids} == {2}
+    # An 'active' key was freed when its job ended, a 'forever' key is kept.
+    keys = {row[0] for row in qdb.query("SELECT dedupe_key FROM mysqlq_jobs WHERE dedupe_key IS NOT NULL")}
+    assert keys == ({"s-1", "d-1", "c-1"} if version >= 5 else {"r-1", "s-1", "u-1", "d-1", "x-1", "c-1"})
+
+
+def test_a_worker_of_an_older_version_refuses_the_new_schema_in_one_line(qdb: QueueDB) -> None:
+    # What a worker one version behind sees: a schema newer than it knows.
+    qdb.query("INSERT INTO mysqlq_schema_version VALUES (%s, NOW(6))", (latest_version() + 1,))
+    result = qdb.cli("worker", "--burst")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines == [f"mysqlq: error: the schema is at version {latest_version() + 1}, newer than this mysqlq "
+                     f"knows ({latest_version()}): upgrade mysqlq"], result.stderr

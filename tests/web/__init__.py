@@ -1,0 +1,1 @@
+"""The dashboard (mysqlq.web): its pages over HTTP and in a real browser."""

@@ -1,0 +1,2 @@
+"""The worker (mysqlq.worker): claims, outcomes, slots, crash safety, cancelling, progress, snoozes and
+results."""

@@ -1,0 +1,1 @@
+"""Workflows: jobs that wait for others, groups and chains, and the same under chaos."""
