@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Literal
 
 from mysqlq.core.errors import ConfigError
 
 Address = tuple[str, int]
 MAX_PORT = 65535
+
+# Where the port is in text with several colons and no brackets: nowhere (the text is an IPv6
+# address alone), after the first colon (as in a URL, where an IPv6 address must be bracketed), or
+# after the last colon (where a port must be given, so the last colon can only be its own).
+Unbracketed = Literal["ipv6", "first colon", "last colon"]
 
 
 def port_number(text: str, lowest: int = 1) -> int | None:
@@ -18,20 +24,35 @@ def port_number(text: str, lowest: int = 1) -> int | None:
     return None
 
 
+def split_host_port(text: str, unbracketed: Unbracketed = "ipv6") -> tuple[str, str] | None:
+    """``HOST:PORT``, ``[IPV6]:PORT``, ``[IPV6]`` or ``HOST`` → (host, port as written, "" when there is
+    none), neither checked; None when text follows ``]`` that is not ``:PORT``. Text with several colons
+    and no brackets is read as ``unbracketed`` says."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            return None
+        return host, rest[1:]
+    if text.count(":") > 1 and unbracketed == "ipv6":
+        return text, ""
+    host, colon, port = text.rpartition(":") if unbracketed == "last colon" else text.partition(":")
+    return (host, port) if colon else (text, "")
+
+
+def join_host_port(host: str, port: int) -> str:
+    """(host, port) as written: ``HOST:PORT``, or ``[IPV6]:PORT``."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def parse_address(spec: str, what: str, port_required: bool = False, numeric: bool = True,
                   extra: str = "") -> Address:
     """``ADDR[:PORT]`` (IPv6 as ``[ADDR]:PORT``) → (host, port); a missing port is 0 unless
     ``port_required``. With ``numeric`` the host must be an IP address. ConfigError names ``what``
     (``extra`` follows its "not an IP address")."""
-    text = spec.strip()
-    host, port = text, ""
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        if rest and not rest.startswith(":"):
-            raise ConfigError(f"{what} {spec!r}: expected [IPV6]:PORT")
-        port = rest[1:]
-    elif text.count(":") == 1:
-        host, port = text.split(":")
+    parts = split_host_port(spec.strip())
+    if parts is None:
+        raise ConfigError(f"{what} {spec!r}: expected [IPV6]:PORT")
+    host, port = parts
     if not numeric and not host:
         raise ConfigError(f"{what} {spec!r}: no host")
     if port_required and not port:

@@ -11,7 +11,7 @@ from enum import StrEnum
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from mysqlq.core import optionfile, secrets
-from mysqlq.core.addresses import parse_bind, port_number
+from mysqlq.core.addresses import join_host_port, parse_bind, port_number, split_host_port
 from mysqlq.core.errors import ConfigError, MysqlqError
 from mysqlq.core.tls import DEFAULT as DEFAULT_SSL_MODE
 from mysqlq.core.tls import VERIFYING, SslMode, parse_mode
@@ -195,7 +195,7 @@ class Dsn:
     def redacted(self) -> str:
         """The DSN as it may appear in logs and errors: where and how, but never the password."""
         auth = self.user + (":***" if self.password else "")
-        where = ",".join(_join(host, port) for host, port in self.addresses) if not self.unix_socket else self.host
+        where = self.host if self.unix_socket else ",".join(join_host_port(*address) for address in self.addresses)
         params = {"unix_socket": self.unix_socket,
                   "ssl_mode": self.ssl_mode if self.ssl_mode != DEFAULT_SSL_MODE else None,
                   "read_default_file": self.read_default_file, "read_default_group": self.read_default_group}
@@ -213,7 +213,7 @@ class Dsn:
         own node first) reach the same database and must hear each other's hints. How they connect
         (TLS, an option file) is not part of it.
         """
-        where = self.unix_socket or ",".join(sorted(_join(host, port) for host, port in self.addresses))
+        where = self.unix_socket or ",".join(sorted(join_host_port(*address) for address in self.addresses))
         return f"{where}/{self.database}"
 
 
@@ -252,22 +252,16 @@ def _mode_of_flags(options: dict[str, str | None], where: str) -> SslMode:
 
 def _address(item: str) -> tuple[str, int]:
     """``host``, ``host:port``, ``[v6]`` or ``[v6]:port`` from a DSN's host list."""
-    item = item.strip()
-    if item.startswith("["):
-        host, _, rest = item[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else rest
-    else:
-        host, _, port_text = item.partition(":")
+    parts = split_host_port(item.strip(), "first colon")
+    if parts is None:
+        raise ConfigError("DSN has an invalid port")
+    host, port_text = parts
     if not host:
         raise ConfigError("DSN has an empty host in its host list")
     port = port_number(port_text) if port_text else 3306
     if port is None:
         raise ConfigError("DSN has an invalid port")
     return host, port
-
-
-def _join(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def default_worker_name() -> str:

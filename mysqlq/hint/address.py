@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-from mysqlq.core.addresses import Address, parse_bind
+from mysqlq.core.addresses import Address, join_host_port, parse_bind
 from mysqlq.core.config import Dsn
 from mysqlq.core.errors import ConfigError
 
@@ -51,7 +51,7 @@ def advertised(bound: Address, dsn: Dsn) -> str | None:
         if found is None:
             return None
         host = found
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return join_host_port(host, port)
 
 
 def parse_advertised(text: str) -> Address | None:

@@ -11,6 +11,7 @@ import time
 
 from benchmark.common import Bench, Figure, emit, note
 from benchmark.shared import Sizes, server_cpu
+from mysqlq.hint.address import parse_advertised
 
 
 def w3(bench: Bench, sizes: Sizes, k: int = 4, settle: float = 3.0) -> list[Figure]:
@@ -45,8 +46,8 @@ def idle_run(bench: Bench, fig: Figure, name: str, k: int, seconds: float, settl
         time.sleep(settle)
         if flood:
             cur.execute("SELECT hint_addr, hint_key FROM mysqlq_workers")
-            targets = [(addr.rsplit(":", 1)[0], int(addr.rsplit(":", 1)[1]), bytes(key) if flood == "signed"
-                        else os.urandom(32)) for addr, key in cur.fetchall()]
+            targets = [(*parse_advertised(addr), bytes(key) if flood == "signed" else os.urandom(32))
+                       for addr, key in cur.fetchall()]
             threading.Thread(target=flood_hints, args=(targets, stop), daemon=True).start()
         server0 = server_cpu(bench)
         cpu0 = workers.cpu_seconds()

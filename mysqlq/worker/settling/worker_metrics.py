@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from mysqlq.core.addresses import port_number
+from mysqlq.core.addresses import port_number, split_host_port
 from mysqlq.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -28,8 +28,8 @@ DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 
 
 def parse_listen(value: str) -> tuple[str, int]:
     """``PORT`` (on 127.0.0.1) or ``HOST:PORT`` → (host, port); ConfigError naming the option otherwise."""
-    host, sep, port = value.rpartition(":")
-    host = host.strip("[]") if sep else "127.0.0.1"
+    parts = split_host_port(value, "last colon") if ":" in value else ("127.0.0.1", value)
+    host, port = parts or ("", "")
     number = port_number(port)
     if not host or number is None:
         raise ConfigError(f"--metrics-port must be PORT or HOST:PORT (e.g. 9101 or 0.0.0.0:9101), got {value!r}")
