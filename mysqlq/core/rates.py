@@ -25,7 +25,7 @@ MAX_KEY = 150  # characters of a rate key kept in a bucket's name; a longer one 
 # much after its own turn; the limit is unaffected, it is counted at admission).
 TURN_SPAN = 0.05  # seconds
 # A job admitted under a rate limit has its handler entered within its grace of the admission's
-# stamp, or not at all (it goes back to the queue, its start still counted), and admission counts
+# stamp, or not at all (it goes back to the queue, its start no longer counted), and admission counts
 # each start over its period and that grace: so no window of the period holds more than N entries
 # into the handler, however late within the grace each came. A fortieth of the period, from 10 to
 # 25 ms: the rate a limit reaches is period / (period + grace) of it at most.

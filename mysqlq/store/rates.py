@@ -43,13 +43,16 @@ class RateAdmission:
     """What admission did with a batch's limited jobs: may start now, set aside until a time (seconds
     from now, by job), held (their turn comes within the hold: still claimed, to be admitted again
     then; seconds from now, by job), or no longer ours; ``stamped``: the worker's monotonic time just
-    before the server read the clock it stamped the starts with (no later than their stamp)."""
+    before the server read the clock it stamped the starts with (no later than their stamp);
+    ``stamps``: each admitted job's stamp as the server gave it, its start's started_at in
+    mysqlq_rate_starts (:func:`wait_again` deletes that row if its handler is not entered in time)."""
 
     admitted: set[int] = field(default_factory=set)
     deferred: dict[int, float] = field(default_factory=dict)
     held: dict[int, float] = field(default_factory=dict)
     lost: list[int] = field(default_factory=list)
     stamped: float = 0.0
+    stamps: dict[int, datetime.datetime] = field(default_factory=dict)
 
 
 def _rows(name: str, rows: Sequence[Sequence[Any]]) -> str:
@@ -156,13 +159,34 @@ def _admit_buckets(cur: Cursor, batch_id: int, live: dict[str, list[Limited]], r
         cur.execute(_rows("record_starts", stamped), [value for row in stamped for value in row])
         execute_in(cur, "restamp_started", [job_id for _, job_id in admitted], before=(stamp, batch_id))
         result.admitted.update(job_id for _, job_id in admitted)
+        result.stamps.update((job_id, stamp) for _, job_id in admitted)
 
 
-def wait_again(cur: Cursor, pairs: Sequence[tuple[str, int]]) -> None:
+@dataclass(frozen=True)
+class GivenBack:
+    """An admitted job given back unrun: the bucket its start counts in and the start's stamp, as
+    its admission had it from the server (RateAdmission.stamps)."""
+
+    job_id: int
+    bucket: str
+    started_at: datetime.datetime
+
+
+def wait_again(cur: Cursor, late: Sequence[GivenBack]) -> None:
     """Admitted jobs given back unrun (their handler was not entered within the grace) wait in their
-    buckets again, so their next admission takes them as jobs that waited, ahead of new ones."""
-    if pairs:
-        cur.execute(_rows("add_waiting", pairs), [value for pair in pairs for value in pair])
+    buckets again, so their next admission takes them as jobs that waited, ahead of new ones; and
+    their starts count no more, since no handler was entered for them: each row deleted by its bucket,
+    stamp and job, so that any other start of the job stays counted. Run it in the transaction that
+    gives the jobs back."""
+    if not late:
+        return
+    rows = [(given.bucket, given.started_at, given.job_id) for given in late]
+    buckets, stamps = sorted({row[0] for row in rows}), sorted({row[1] for row in rows})
+    sql = (query("uncount_starts").replace("{buckets}", _marks(len(buckets)))
+           .replace("{stamps}", _marks(len(stamps))).replace("{rows}", ", ".join(["(%s, %s, %s)"] * len(rows))))
+    cur.execute(sql, [*buckets, *stamps, *(value for row in rows for value in row)])
+    pairs = [(bucket, job_id) for bucket, _, job_id in rows]
+    cur.execute(_rows("add_waiting", pairs), [value for pair in pairs for value in pair])
 
 
 def _pairs(cur: Cursor, name: str, pairs: Sequence[tuple[str, int]]) -> None:

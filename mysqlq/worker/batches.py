@@ -34,12 +34,13 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.core.logs import Log
 from mysqlq.store import claims
-from mysqlq.store.db import Database
+from mysqlq.store.db import Cursor, Database, transaction
 from mysqlq.worker.intake.claimer import Claim
 from mysqlq.worker.intake.concurrency_admission import Limits, keyed
 from mysqlq.worker.running.cancels import Cancels
@@ -176,12 +177,14 @@ class Batches:
             self.held = None
             self._end(batch, completed)
 
-    def release(self, batch: Batch, jobs: list[ClaimedJob], note: str | None = None) -> None:
-        """Give claimed jobs back unstarted (no attempt spent); outcomes pending go first."""
+    def release(self, batch: Batch, jobs: list[ClaimedJob], note: str | None = None,
+                also: Callable[[Cursor], object] | None = None) -> None:
+        """Give claimed jobs back unstarted (no attempt spent); outcomes pending go first. ``also``:
+        what else to write in the transaction that gives them back."""
         self.flush(batch, final=False)
         ids = [job.id for job in jobs]
         if ids:
-            released = self.db.run(lambda cur: claims.release(cur, batch.batch_id, ids))
+            released = self.db.run(partial(_release, batch_id=batch.batch_id, ids=ids, also=also))
             batch.log.info("batch.released", jobs=released, note=note)
             self.cancels.let_go(ids)
 
@@ -220,3 +223,12 @@ class Batches:
         if queues:
             self._ready |= queues
             self.wake(queues)
+
+
+def _release(cur: Cursor, batch_id: int, ids: list[int], also: Callable[[Cursor], object] | None) -> int:
+    """Give a batch's jobs back; with ``also``, in one transaction with what it writes."""
+    if also is None:
+        return claims.release(cur, batch_id, ids)
+    with transaction(cur.connection):
+        also(cur)
+        return claims.release(cur, batch_id, ids)

@@ -27,7 +27,7 @@ from mysqlq.worker.batches import Batch, Batches
 from mysqlq.worker.claim_shrinker import ClaimShrinker
 from mysqlq.worker.intake.claimsize import InlineDurations
 from mysqlq.worker.intake.observed_durations import ObservedDurations
-from mysqlq.worker.running.job_runner import HandlerSpec, Prepared, Runner, describe, timed_out
+from mysqlq.worker.running.job_runner import Entry, HandlerSpec, Prepared, Runner, describe, timed_out
 from mysqlq.worker.running.slots import Running, Slots
 from mysqlq.worker.settling.leases import Leases
 from mysqlq.worker.settling.outcomes import Outcome, cancelled_before_start
@@ -123,7 +123,7 @@ class Dispatcher:
                                   duration=outcome.duration)
                 continue
             if outcome.kind == "late" and running.prepared.entry is not None:
-                self._late(batch, [(running.job, running.prepared.entry.bucket)])
+                self._late(batch, [(running.job, running.prepared.entry)])
                 continue
             self.durations.observe(running.job, outcome.duration)
             if outcome.kind == "release" and running.job.id not in self.cancels.requested:
@@ -164,7 +164,7 @@ class Dispatcher:
             add_done = buffer.add_done
             safe_until = leases.safe_until(batch_id)
             tally = InlineDurations()
-            late: list[tuple[ClaimedJob, str]] = []  # admitted under a rate limit, their grace over before their turn
+            late: list[tuple[ClaimedJob, Entry]] = []  # admitted under a rate limit, their grace over before their turn
             # The handler of the last job run here, known to be quick and plain (None: none yet).
             quick: str | None = None
             quick_spec = UNSET
@@ -189,7 +189,7 @@ class Dispatcher:
                         entry = enter_by[job.id]
                         if entry.by < now:
                             del enter_by[job.id]
-                            late.append((job, entry.bucket))
+                            late.append((job, entry))
                             continue
                         if not self._start(batch, job):
                             break
@@ -257,7 +257,7 @@ class Dispatcher:
         else:
             outcome = self.runner.call(prepared, batch.batch_id, conn, alarm=True)
         if outcome.kind == "late" and prepared.entry is not None:
-            self._late(batch, [(job, prepared.entry.bucket)])
+            self._late(batch, [(job, prepared.entry)])
             return True
         if not self.inline_all:  # durations size claims and pick the main thread only with several slots
             self.durations.observe(job, outcome.duration)
@@ -268,16 +268,17 @@ class Dispatcher:
         self.batches.record(batch, job, outcome)
         return True
 
-    def _late(self, batch: Batch, late: list[tuple[ClaimedJob, str]]) -> None:
-        """Jobs admitted under a rate limit whose handler was not entered within the grace: back to
-        the queue unspent, their starts still counted (mysqlq.core.rates.RateLimit.grace), and in
-        their buckets' waiting lists first, so that they come back as jobs that waited: ahead of the
-        jobs of their bucket that have not, in order of id."""
+    def _late(self, batch: Batch, late: list[tuple[ClaimedJob, Entry]]) -> None:
+        """Jobs admitted under a rate limit whose handler was not entered within the grace
+        (mysqlq.core.rates.RateLimit.grace): back to the queue unspent, in the same transaction their
+        starts no longer counted (their places in the window go to other jobs) and they in their
+        buckets' waiting lists, so that they come back as jobs that waited: ahead of the jobs of their
+        bucket that have not, in order of id."""
         for job, _ in late:
             batch.log.info("job.rate_late", job_id=job.id, handler=job.handler,
                            note="not started within its rate limit's grace after admission; back to the queue")
-        self.batches.db.run(partial(rates.wait_again, pairs=[(bucket, job.id) for job, bucket in late]))
-        self.batches.release(batch, [job for job, _ in late])
+        given = [rates.GivenBack(job.id, entry.bucket, entry.started_at) for job, entry in late]
+        self.batches.release(batch, [job for job, _ in late], also=partial(rates.wait_again, late=given))
 
     def _interrupted(self, batch: Batch, job: ClaimedJob, outcome: Outcome) -> None:
         """The database failed under a transactional handler: give this job and the rest of its

@@ -17,7 +17,7 @@ import pytest
 import mysqlq
 from mysqlq import Job
 from mysqlq.core.errors import ConfigError
-from mysqlq.core.rates import TURN_SPAN, RateLimit, parse_rate
+from mysqlq.core.rates import RateLimit, parse_rate
 from mysqlq.store import claims, rates
 from mysqlq.store.db import transaction
 
@@ -277,12 +277,28 @@ def test_a_job_whose_turn_comes_within_moments_stays_claimed_and_starts_then(qdb
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_rate_starts") == 2
 
 
-def test_a_claim_that_admits_holds_none_and_a_job_given_back_late_keeps_its_place(qdb: QueueDB) -> None:
+def test_a_worker_gives_back_the_jobs_it_could_not_start_in_time_uncounted(qdb: QueueDB) -> None:
+    # One slot, and a handler that takes 100 ms: of the jobs one claim admits, the first runs and the
+    # others pass their grace waiting for it, so they go back unrun (job.rate_late) and come round
+    # again. The starts that stay counted are the runs', each at its job's started_at: the late ones'
+    # were deleted as they went back, and took no place in the window.
+    jobs = 6
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.rated", {"sleep": 0.1}) for _ in range(jobs)])
+    qdb.worker("--concurrency", "1")
+    qdb.wait_done(jobs, timeout=60)
+    assert "job.rate_late" in qdb.logs()
+    assert sorted(qdb.query("SELECT job_id, started_at FROM mysqlq_rate_starts")) == sorted(
+        qdb.query("SELECT id, started_at FROM mysqlq_jobs"))
+    assert qdb.scalar("SELECT MAX(attempts) FROM mysqlq_jobs") == 1
+
+
+def test_a_claim_that_admits_holds_none_and_a_job_given_back_late_comes_back_first(qdb: QueueDB) -> None:
     # A job admitted has its handler entered within its grace, so its claim holds no other job for a
     # turn (that wait would use the grace up): the second is set aside although its turn is within
-    # the hold. Given back late (not entered in time), the first waits in its bucket again and comes
-    # back as a job that waited, for the place of its own start: with the second (its start was
-    # stamped a moment after the second's turn was planned), ahead of the new third.
+    # the hold. Given back late (not entered in time), the first waits in its bucket again and its
+    # start no longer counts, so it comes back as a job that waited to the place its start left: at
+    # once, ahead of the new third, which queues behind the second.
     limit, bucket = RateLimit(1, 0.5), "handler:test.rated"
     with qdb.producer() as producer:
         first, second, third = (producer.enqueue("test.rated") for _ in range(3))
@@ -293,14 +309,45 @@ def test_a_claim_that_admits_holds_none_and_a_job_given_back_late_keeps_its_plac
             mixed = rates.admit(cur, 7, [rates.Limited(job, bucket, limit) for job in (first, second)], hold=1.0)
             assert mixed.admitted == {first} and not mixed.held and set(mixed.deferred) == {second}
             with transaction(conn):
-                rates.wait_again(cur, [(bucket, first)])
+                rates.wait_again(cur, [rates.GivenBack(first, bucket, mixed.stamps[first])])
                 assert claims.release(cur, 7, [first]) == 1
             assert claims.claim_update(cur, "default", 8, 1, "w", 60, 2) == 2  # the first and the third
             again = rates.admit(cur, 8, [rates.Limited(job, bucket, limit) for job in (first, third)])
-            assert not again.admitted and set(again.deferred) == {first, third}
+            assert again.admitted == {first} and set(again.deferred) == {third}
     finally:
         conn.close()
-    run_at = dict(qdb.query("SELECT id, run_at FROM mysqlq_jobs"))
-    assert abs((run_at[first] - run_at[second]).total_seconds()) < TURN_SPAN
-    assert run_at[first] < run_at[third] and run_at[second] < run_at[third]
-    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_rate_starts") == 1  # the first's start still counts
+    run_at = dict(qdb.query("SELECT id, run_at FROM mysqlq_jobs WHERE id IN (%s, %s)", (second, third)))
+    assert run_at[second] < run_at[third]
+    assert qdb.query("SELECT job_id, started_at FROM mysqlq_rate_starts") == [(first, again.stamps[first])]
+
+
+def test_a_job_given_back_late_no_longer_counts_its_start(qdb: QueueDB) -> None:
+    # Its handler was never entered, so the start its admission recorded is deleted in the transaction
+    # that gives it back: exactly that row (its bucket, its stamp to the microsecond as the server gave
+    # it, its job), not another job's start at the same time nor another start of the same job. Its
+    # place in the window is free again: claimed with the next job, both start.
+    limit, bucket = RateLimit(4, 60.0), "handler:test.rated"
+    with qdb.producer() as producer:
+        first, second = (producer.enqueue("test.rated") for _ in range(2))
+    conn = qdb.connect()
+    try:
+        with conn.cursor() as cur:
+            assert claims.claim_update(cur, "default", 7, 1, "w", 60, 1) == 1  # the first
+            admitted = rates.admit(cur, 7, [rates.Limited(first, bucket, limit)])
+            assert admitted.admitted == {first}
+            stamp = admitted.stamps[first]
+            starts = "SELECT bucket, started_at, job_id FROM mysqlq_rate_starts ORDER BY started_at, job_id"
+            assert qdb.query(starts) == [(bucket, stamp, first)]
+            other = stamp + datetime.timedelta(microseconds=1)
+            cur.execute("INSERT INTO mysqlq_rate_starts (bucket, started_at, job_id) VALUES (%s, %s, %s), (%s, %s, %s)",
+                        (bucket, stamp, second + 1000, bucket, other, first))  # 3 of the 4 places taken
+            with transaction(conn):
+                rates.wait_again(cur, [rates.GivenBack(first, bucket, stamp)])
+                assert claims.release(cur, 7, [first]) == 1
+            assert qdb.query(starts) == [(bucket, stamp, second + 1000), (bucket, other, first)]
+            assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_rate_waiting WHERE job_id = %s", (first,)) == 1
+            assert claims.claim_update(cur, "default", 8, 1, "w", 60, 2) == 2
+            again = rates.admit(cur, 8, [rates.Limited(job, bucket, limit) for job in (first, second)])
+            assert again.admitted == {first, second} and not again.deferred
+    finally:
+        conn.close()

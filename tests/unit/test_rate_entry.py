@@ -3,6 +3,7 @@ worker's runner checks the time kept for it just before the call (mysqlq.worker.
 
 from __future__ import annotations
 
+import datetime
 import time
 
 from mysqlq.core.jobs import ClaimedJob
@@ -11,7 +12,8 @@ from mysqlq.worker.running.job_runner import Entry, Prepared, late
 
 def prepared(enter_by: float | None) -> Prepared:
     job = ClaimedJob(1, "default", "h", b"{}", 1, 3, None)
-    entry = Entry(enter_by, "handler:h") if enter_by is not None else None
+    stamp = datetime.datetime(2026, 1, 1, 12, 0, 0, 123456)
+    entry = Entry(enter_by, "handler:h", stamp) if enter_by is not None else None
     return Prepared(job, lambda payload, ctx: None, {}, 5.0, False, False, time.monotonic(), entry)
 
 

@@ -71,6 +71,13 @@ DELETE FROM mysqlq_rate_waiting
 -- wait again, to come back ahead of the bucket's jobs that have not waited).
 INSERT IGNORE INTO mysqlq_rate_waiting (bucket, job_id) VALUES {rows};
 
+-- name: uncount_starts
+-- Admitted jobs given back unrun (late: their handlers were never entered) no longer count in their
+-- buckets' windows: each start's row, by its bucket, stamp (as the admission read it) and job. The
+-- buckets and stamps listed apart give the primary key's ranges, as in returning_jobs.
+DELETE FROM mysqlq_rate_starts
+ WHERE bucket IN ({buckets}) AND started_at IN ({stamps}) AND (bucket, started_at, job_id) IN ({rows});
+
 -- name: set_next_at
 -- When the next job set aside for each listed bucket may start ({turns}: WHEN bucket THEN time).
 UPDATE mysqlq_rate_buckets SET next_at = CASE bucket {turns} END WHERE bucket IN ({buckets});

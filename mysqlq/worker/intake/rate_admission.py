@@ -16,6 +16,7 @@ sees its calls too. Jobs without a limit pay one dictionary look-up each, in Pyt
 
 from __future__ import annotations
 
+import datetime
 import heapq
 import time
 from functools import partial
@@ -102,7 +103,7 @@ class Rates:
             return jobs
         admission = self._admit(batch_id, limited)
         result, buckets = admission.result, {entry.job_id: entry for entry in limited}
-        self._enter_by(admission.stamped, buckets)
+        self._enter_by(admission.stamped, buckets, result.stamps)
         self.unlogged += [(job_id, batch_id, buckets[job_id], seconds)
                           for job_id, seconds in sorted(result.deferred.items())]
         for job_id in result.lost:
@@ -138,12 +139,15 @@ class Rates:
             result.deferred.update(later.deferred)
             result.lost += later.lost
             result.held = later.held
+            result.stamps.update(later.stamps)
             admitted.stamped.update((job_id, later.stamped) for job_id in later.admitted)
         return admitted
 
-    def _enter_by(self, stamped: dict[int, float], buckets: dict[int, store.Limited]) -> None:
+    def _enter_by(self, stamped: dict[int, float], buckets: dict[int, store.Limited],
+                  stamps: dict[int, datetime.datetime]) -> None:
         """Keep by when each admitted job's handler must be entered: its admission's stamp (the
-        worker's time just before it) and its limit's grace."""
+        worker's time just before it) and its limit's grace; and the stamp as the server gave it, by
+        which its start is no longer counted if it goes back unrun."""
         enter_by = self.enter_by
         if len(enter_by) >= ENTRIES_KEPT:  # jobs admitted, then given back or cancelled unstarted
             now = time.monotonic()
@@ -151,7 +155,7 @@ class Rates:
                 del enter_by[job_id]
         for job_id, at in stamped.items():
             limited = buckets[job_id]
-            enter_by[job_id] = Entry(at + limited.limit.grace, limited.bucket)
+            enter_by[job_id] = Entry(at + limited.limit.grace, limited.bucket, stamps[job_id])
 
     def _remember(self, turns: set[float]) -> None:
         now = time.monotonic()

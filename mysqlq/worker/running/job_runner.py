@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import inspect
 import signal
 import threading
@@ -139,10 +140,12 @@ class Prepared:
 
 class Entry(NamedTuple):
     """A job admitted under a rate limit: its handler is entered by ``by`` (monotonic) or not at all;
-    its start counts in ``bucket``."""
+    its start counts in ``bucket``, stamped ``started_at`` (the server's time, as the admission read
+    it: the start's row in mysqlq_rate_starts, deleted if the job goes back unrun)."""
 
     by: float
     bucket: str
+    started_at: datetime.datetime
 
 
 def late(prepared: Prepared) -> Outcome | None:
