@@ -14,11 +14,12 @@ primary key; a turn stops after a short time budget and asks to run again soon i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 from mysqlq.core.config import Settings
+from mysqlq.core.jobs import Status
 from mysqlq.core.logs import Log
 from mysqlq.store import ops as store
 from mysqlq.store.db import Database
@@ -27,13 +28,13 @@ TASK = "retention"
 BEHIND_PAUSE = 1.0  # seconds between turns while there is a backlog to delete
 
 
-def policies(retain_done: float | None, retain_dead: float | None) -> list[tuple[str, float]]:
+def policies(retain_done: float | None, retain_dead: float | None) -> list[tuple[Status, float]]:
     """(status, age in seconds) pairs for the statuses whose retention is on."""
-    found: list[tuple[str, float]] = []
+    found: list[tuple[Status, float]] = []
     if retain_done:
-        found += [("done", retain_done), ("cancelled", retain_done)]
+        found += [(Status.DONE, retain_done), (Status.CANCELLED, retain_done)]
     if retain_dead:
-        found.append(("dead", retain_dead))
+        found.append((Status.DEAD, retain_dead))
     return found
 
 
@@ -42,7 +43,7 @@ class Purge:
     """Deleting the jobs that ended before a cutoff, one status after another, one batch per :meth:`step`."""
 
     db: Database
-    ages: list[tuple[str, float]]
+    ages: Sequence[tuple[str, float]]
     queue: str | None = None
     batch: int = 1000
     walks: list[store.Walk] = field(default_factory=list)
