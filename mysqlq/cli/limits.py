@@ -13,7 +13,7 @@ from mysqlq.cli import main, settings
 from mysqlq.core import handlers as handler_registry
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.errors import ConfigError, MysqlqError
-from mysqlq.core.rates import RateLimit, parse_rate
+from mysqlq.core.rates import RateLimit, bucket_owner, parse_rate
 from mysqlq.store import rates as store
 from mysqlq.store.db import CLI_RETRY, Database
 from mysqlq.store.schema import check_schema
@@ -72,8 +72,7 @@ def limits(ctx: click.Context, as_json: bool) -> None:
 def _limit_of(bucket: str, overrides: dict[tuple[str, str], RateLimit | None],
               registry: handler_registry.Registry) -> RateLimit | None:
     """A bucket's limit as the workers see it: an operator's, or what its handler declares here."""
-    scope, _, rest = bucket.partition(":")
-    name = rest.split(":", 1)[0] if scope == "handler" else rest
+    scope, name = bucket_owner(bucket)
     if (scope, name) in overrides:
         return overrides[(scope, name)]
     if scope != "handler":

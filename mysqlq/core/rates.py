@@ -96,6 +96,14 @@ def queue_bucket(queue: str) -> str:
     return f"queue:{queue}"
 
 
+def bucket_owner(bucket: str) -> tuple[str, str]:
+    """Whose limit a bucket's starts count under, as an operator names it: ``("handler", NAME)`` for a
+    handler's bucket, with or without a rate key (:func:`handler_bucket`); ``("queue", NAME)`` for a
+    queue's (:func:`queue_bucket`)."""
+    scope, _, rest = bucket.partition(":")
+    return scope, rest.split(":", 1)[0] if scope == "handler" else rest
+
+
 @dataclass
 class Turns:
     """What an admission does with one bucket's jobs of a batch (see :func:`plan_turns`)."""

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from mysqlq.core.jobs import LIVE
+from mysqlq.core.rates import bucket_owner
 from mysqlq.store import ops as ops_store
 from mysqlq.store import rates as rates_store
 from mysqlq.store import web as web_store
@@ -62,8 +63,7 @@ def rate_limits(cur: Cursor) -> list[LimitView]:
     """Every rate limit in use (at most the buckets `mysqlq limits` lists), by handler or queue."""
     views: dict[str, LimitView] = {}
     for use in rates_store.buckets(cur, 60.0):
-        scope, _, rest = use.bucket.partition(":")
-        name = f"{scope}:{rest.split(':', 1)[0] if scope == 'handler' else rest}"
+        name = ":".join(bucket_owner(use.bucket))
         view = views.setdefault(name, LimitView(name))
         view.recent += use.recent
         view.waiting += use.waiting
