@@ -15,7 +15,7 @@ import MySQLdb.connections
 import MySQLdb.cursors
 
 from mysqlq.core import logs, tls
-from mysqlq.core.config import Dsn
+from mysqlq.core.config import Dsn, Isolation
 from mysqlq.core.errors import ConfigError, DatabaseUnavailable
 from mysqlq.core.tls import SslMode
 from mysqlq.store.sql import query
@@ -149,14 +149,20 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
                 conn.close()
             continue
         if isolation:
-            with conn.cursor() as cur:
-                cur.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {isolation}")  # validated by Settings
+            _set_isolation(conn, Isolation(isolation))
         return conn
     assert failure is not None
     if len(addresses) > 1:
         raise DatabaseUnavailable(f"none of the {len(addresses)} hosts of the DSN answers (last: {failure})",
                                   transient=True)
     raise failure
+
+
+def _set_isolation(conn: Connection, isolation: Isolation) -> None:
+    """The session's transaction isolation level: a keyword, which cannot be a parameter, so only a
+    member of Isolation is put into the statement."""
+    with conn.cursor() as cur:
+        cur.execute(query("session_isolation").replace("{isolation}", isolation.value))
 
 
 def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_database: bool,
@@ -170,7 +176,7 @@ def _connect_one(dsn: Dsn, host: str, port: int, connect_timeout: int, use_datab
         "collation": "utf8mb4_bin",
         "autocommit": True,
         "connect_timeout": connect_timeout,
-        "init_command": "SET time_zone = '+00:00'",
+        "init_command": query("session_time_zone"),
         "multi_statements": multi_statements,
     }
     if use_database:

@@ -7,7 +7,7 @@ import threading
 import MySQLdb
 import pytest
 
-from mysqlq.core.config import Dsn
+from mysqlq.core.config import Dsn, Isolation
 from mysqlq.store.db import CLI_RETRY, Cursor, Database, RetryPolicy, is_transient
 
 from ..conftest import QueueDB, numbers
@@ -126,3 +126,21 @@ def test_connections_take_one_statement_per_query_unless_asked(qdb: QueueDB) -> 
     finally:
         plain.close()
         worker.close()
+
+
+def test_connections_are_in_utc_and_take_the_isolation_level_asked(qdb: QueueDB) -> None:
+    """Each connection sets its session's time zone (the driver's init_command) and, for a worker's
+    --isolation, its transaction isolation level."""
+
+    def session(cur: Cursor) -> tuple[str, set[str]]:
+        cur.execute("SELECT @@session.time_zone")
+        (zone,) = cur.fetchone()
+        cur.execute("SHOW SESSION VARIABLES WHERE Variable_name IN ('tx_isolation', 'transaction_isolation')")
+        return zone, {value for _, value in cur.fetchall()}
+
+    for isolation in Isolation:
+        db = Database(Dsn.parse(qdb.dsn), isolation=isolation)
+        try:
+            assert db.run(session) == ("+00:00", {isolation.replace(" ", "-")})
+        finally:
+            db.close()

@@ -5,8 +5,9 @@
 -- only once across them. Conventions, for every file here: each statement stands under a
 -- "-- name: x" header with a line saying what it is for; mysqlq.store is the only code that runs
 -- them. Parameters are %(name)s or %s; a statement with "{ids}" gets one %s placeholder per
--- element of a list (see mysqlq.store.expand and mysqlq.store.execute_in), and a "{rows}" or
--- "{database}" is filled in by the one function that runs it (mysqlq.store.jobs, mysqlq.store.schema).
+-- element of a list (see mysqlq.store.expand and mysqlq.store.execute_in), and a "{rows}",
+-- "{database}" or "{isolation}" is filled in by the one function that runs it (mysqlq.store.jobs,
+-- mysqlq.store.schema, mysqlq.store.db).
 -- Dialect notes (MariaDB 10.6+ and MySQL 8.0+ both run every statement here):
 --   * no RETURNING (MariaDB only); bulk inserts return a count, single inserts use LAST_INSERT_ID;
 --   * SKIP LOCKED exists in both; information_schema.PROCESSLIST exists in both (deprecated in MySQL 8).
@@ -86,6 +87,16 @@ SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'w
 -- The cipher of this connection's TLS, empty when it is not encrypted (checked after connecting
 -- when the DSN's ssl_mode requires TLS: the client library may fall back to plain text silently).
 SHOW SESSION STATUS LIKE 'Ssl_cipher';
+
+-- name: session_time_zone
+-- Every connection's first statement (the driver's init_command): the session in UTC, whatever the
+-- server's time zone, so that NOW(6) and the times mysqlq writes and reads agree.
+SET time_zone = '+00:00';
+
+-- name: session_isolation
+-- The transaction isolation level of a worker's connections (`mysqlq worker --isolation`). A keyword
+-- cannot be a parameter: {isolation} is replaced by a member of mysqlq.core.config.Isolation.
+SET SESSION TRANSACTION ISOLATION LEVEL {isolation};
 
 -- name: get_lock
 -- A named server lock (migrations, reaper leadership); 1 when taken.
