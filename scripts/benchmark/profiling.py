@@ -30,6 +30,7 @@ import sys
 import time
 from typing import Any
 
+from benchmark import parts_worker
 from benchmark.common import BIN, HERE, MYSQLQ, Bench, clean_env, dsn_url, fill_jobs, median, note, status_counts
 
 OUTPUT = pathlib.Path("/tmp/mysqlq-bench-profile.txt")
@@ -191,6 +192,10 @@ def parts_main(quick: bool = False, runs: int = 3, against: str | None = None) -
     """Where the worker's main thread spends its CPU, by part of the loop, in µs per job (medians of
     ``runs`` burst workers over 100,000 no-op jobs at default settings); with ``against``, that
     code's beside this checkout's, in alternation."""
+    missing = parts_worker.missing_modules(against) if against else []
+    if missing:  # its worker would fail to start, after the server and the jobs were made ready
+        raise SystemExit(f"bench: --against {against}: that checkout predates the part names --only parts times "
+                         f"(it has no {', '.join(missing)}); compare it with --only cpu instead")
     n = 20_000 if quick else 100_000
     bench = Bench(quick, runs)
     found: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
