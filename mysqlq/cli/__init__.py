@@ -104,7 +104,7 @@ class Command(click.Command):
 # is looked up, so `mysqlq worker` loads none of the others (and their stores). A test holds this
 # table to what the modules register.
 COMMAND_MODULES = {
-    "cancel": "ops", "check": "setup", "enqueue": "produce", "handlers": "run",
+    "cancel": "ops", "check": "setup", "enqueue": "produce", "handlers": "run", "history": "history",
     "install-systemd": "deploy", "jobs": "ops", "limits": "limits", "migrate": "setup", "pause": "ops", "purge": "ops",
     "resume": "ops", "retry": "ops", "schedule": "schedule", "stats": "stats", "web": "web",
     "worker": "run", "workers": "run",

@@ -22,11 +22,12 @@ class PollResult:
     leader_remaining: float | None  # seconds left on the reaper's lease (negative: lapsed)
     beacon_free: bool  # nobody holds the leader's wake-up lock
     limits_changed: str | None = None  # how many rate limits operators set, and their newest change
+    discard_done: frozenset[str] = frozenset()  # the polled queues that keep no history of their done jobs
 
 
 def poll(cur: Cursor, queues: Sequence[str], beacon: str) -> PollResult:
-    execute_in(cur, "poll", queues, *queues, beacon)
-    has_ready, next_due_us, paused, leader_us, beacon_free, limits_changed = cur.fetchone()
+    execute_in(cur, "poll", queues, *queues, beacon, *queues)
+    has_ready, next_due_us, paused, leader_us, beacon_free, limits_changed, keep_done = cur.fetchone()
     return PollResult(
         has_ready=bool(has_ready),
         next_due=None if next_due_us is None else next_due_us / 1e6,
@@ -34,7 +35,21 @@ def poll(cur: Cursor, queues: Sequence[str], beacon: str) -> PollResult:
         leader_remaining=None if leader_us is None else leader_us / 1e6,
         beacon_free=bool(beacon_free),
         limits_changed=limits_changed,
+        discard_done=discarding(queues, keep_done),
     )
+
+
+INSTALLATION = ""  # the mysqlq_queues row of the installation's own settings (no queue has this name)
+
+
+def discarding(queues: Sequence[str], settings: str | None) -> frozenset[str]:
+    """Which of ``queues`` keep no history of their done jobs, from the poll's ``keep_done`` (lines of
+    0 or 1 and a name): a queue's own setting, else the installation's, else kept."""
+    if not settings:
+        return frozenset()
+    keep = {line[1:]: line[0] == "1" for line in settings.split("\n")}
+    default = keep.get(INSTALLATION, True)
+    return frozenset(queue for queue in queues if not keep.get(queue, default))
 
 
 def newest_job_id(cur: Cursor) -> int:
@@ -65,30 +80,31 @@ def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker:
 
 
 @cache
-def claim_query(ended: bool) -> str:
+def claim_query(ended: bool, discard: bool = False) -> str:
     """The query of :func:`claim_and_fetch`: the claim and the read-back, after the completion of
-    the batch that ``ended``."""
+    the batch that ``ended`` (its jobs deleted, with ``discard``: their queue keeps no history)."""
     statements = [query("claim_batch"), query("fetch_batch")]
     if ended:  # the batch that ended goes first, its token under a name of its own beside the new one
-        statements.insert(0, query("complete_batch").replace("%(batch_id)s", "%(ended_batch_id)s"))
+        completion = query("discard_batch" if discard else "complete_batch")
+        statements.insert(0, completion.replace("%(batch_id)s", "%(ended_batch_id)s"))
     return ";\n".join(statements)
 
 
 @cache
-def _claim_query_bytes(ended: bool) -> bytes:
-    return claim_query(ended).encode()
+def _claim_query_bytes(ended: bool, discard: bool) -> bytes:
+    return claim_query(ended, discard).encode()
 
 
 def claim_and_fetch(
     conn: Connection, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int,
-    ended: int | None = None,
+    ended: int | None = None, discard: bool = False,
 ) -> tuple[int | None, int, list[ClaimedJob]]:
     """:func:`claim_update`, then :func:`fetch_batch` (every job of the batch, whatever queue it came
     from), sent as one query: one round trip instead of two, on a connection that takes several
     statements in one query (``connect(multi_statements=True)``: the worker's own). With ``ended``,
-    the :func:`complete_batch` of that batch goes first in the same query. Returns what the
-    completion changed (None without ``ended``), how many jobs the claim took, and the batch read
-    back.
+    the :func:`complete_batch` of that batch goes first in the same query (its jobs deleted with
+    ``discard``). Returns what the completion changed (None without ``ended``), how many jobs the
+    claim took, and the batch read back.
 
     The completion goes first, not last where the worker could run the new batch while the server
     completes the old one: a server stops a query at the first answer it cannot send, so a worker
@@ -104,7 +120,7 @@ def claim_and_fetch(
     literal = conn.literal
     # As a cursor sends it (each parameter escaped by the connection), without a cursor's bookkeeping.
     escaped = {name.encode(): literal(value) for name, value in params.items()}
-    conn.query(_claim_query_bytes(ended is not None) % escaped)
+    conn.query(_claim_query_bytes(ended is not None, discard) % escaped)
     completed: int | None = None
     if ended is not None:
         completed = int(conn.affected_rows())
@@ -139,34 +155,41 @@ def fetch_batch(cur: Cursor, batch_id: int) -> list[ClaimedJob]:
 
 
 def completed_ids(cur: Cursor, batch_id: int, ids: Sequence[int]) -> set[int]:
-    """Which of ``ids`` this batch completed (the others were taken over before the completion)."""
+    """Which of ``ids`` this batch completed (the others were taken over before the completion): those
+    it marked done, and those no longer there (deleted by a completion that keeps no history)."""
     if not ids:
         return set()
-    execute_in(cur, "batch_done_ids", ids, batch_id)
-    return {int(row[0]) for row in cur.fetchall()}
+    execute_in(cur, "batch_done_ids", ids, before=(batch_id,))
+    present = {int(job_id): bool(done) for job_id, done in cur.fetchall()}
+    return {job_id for job_id in ids if present.get(job_id, True)}
 
 
-def complete(cur: Cursor, batch_id: int, ids: Sequence[int]) -> int:
-    return execute_in(cur, "complete_jobs", ids, before=(batch_id,))
+def complete(cur: Cursor, batch_id: int, ids: Sequence[int], discard: bool = False) -> int:
+    """Jobs of a batch done: marked so, or deleted with ``discard`` (their queue keeps no history)."""
+    return execute_in(cur, "discard_jobs" if discard else "complete_jobs", ids, before=(batch_id,))
 
 
-def complete_batch(cur: Cursor, batch_id: int) -> int:
-    return execute(cur, "complete_batch", {"batch_id": batch_id})
+def complete_batch(cur: Cursor, batch_id: int, discard: bool = False) -> int:
+    """The rest of a batch done: marked so, or deleted with ``discard``."""
+    return execute(cur, "discard_batch" if discard else "complete_batch", {"batch_id": batch_id})
 
 
-def complete_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None) -> int:
-    """One job done (with the JSON its handler returned, if any); 0 if its claim was taken over."""
+def complete_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None, discard: bool = False) -> int:
+    """One job done (with the JSON its handler returned, if any; deleted, result and all, with
+    ``discard``); 0 if its claim was taken over (or others wait for it)."""
+    if discard:
+        return execute(cur, "discard_job", {"id": job_id, "batch_id": batch_id})
     if result is None:
         return execute(cur, "complete_job", {"id": job_id, "batch_id": batch_id})
     return execute(cur, "complete_job_with_result", {"id": job_id, "batch_id": batch_id, "result": result})
 
 
 def finish_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None,
-               ran_in: str | None = None) -> set[str] | None:
-    """In the caller's transaction (a transactional handler's): the job done, its dependents released
-    if it has any (and the span it ``ran_in`` kept for theirs, when the worker traces); returns the
-    queues of the dependents made ready, or None if the claim was taken over."""
-    if complete_one(cur, batch_id, job_id, result):
+               ran_in: str | None = None, discard: bool = False) -> set[str] | None:
+    """In the caller's transaction (a transactional handler's): the job done (deleted with ``discard``),
+    its dependents released if it has any (and the span it ``ran_in`` kept for theirs, when the worker
+    traces); returns the queues of the dependents made ready, or None if the claim was taken over."""
+    if complete_one(cur, batch_id, job_id, result, discard):
         return set()
     ended = dependencies.end_parents(cur, batch_id, {job_id: result}, {}, {job_id: ran_in} if ran_in else None)
     return ended.woken if ended.ids else None

@@ -244,6 +244,18 @@ def set_paused(cur: Cursor, name: str, paused: bool) -> None:
     execute(cur, "set_paused", {"name": name, "paused": paused})
 
 
+def set_keep_done(cur: Cursor, queue: str, keep: bool | None) -> None:
+    """Whether ``queue`` keeps its done jobs (None: as the installation does); the installation's own
+    setting under the name :data:`mysqlq.store.claims.INSTALLATION`."""
+    execute(cur, "set_keep_done", {"name": queue, "keep": keep})
+
+
+def keep_done_settings(cur: Cursor) -> dict[str, bool]:
+    """Every queue told whether to keep its done jobs, and the installation (under its empty name)."""
+    execute(cur, "keep_done_settings")
+    return {str(name): bool(keep) for name, keep in cur.fetchall()}
+
+
 def paused_queues(cur: Cursor) -> list[str]:
     execute(cur, "paused_queues")
     return [str(row[0]) for row in cur.fetchall()]

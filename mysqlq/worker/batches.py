@@ -95,6 +95,7 @@ class Batches:
         self.runs = runs  # the spans jobs ran in, when the worker traces (kept with the jobs others wait for)
         self.by_id: dict[int, Batch] = {}
         self.held: Batch | None = None  # ended with plain successes only: its completion goes with the next claim
+        self.discard_done: frozenset[str] = frozenset()  # our queues that keep no history (the last poll's word)
         self._retry_in: float | None = None
         self._ready: set[str] = set()
 
@@ -105,7 +106,7 @@ class Batches:
         batch_id, jobs = claim.batch_id, claim.jobs
         self.leases.hold(batch_id, claim.claimed_at)
         self.cancels.hold(job.id for job in jobs)
-        self.by_id[batch_id] = Batch(batch_id, deque(jobs), OutcomeBuffer(self.settings),
+        self.by_id[batch_id] = Batch(batch_id, deque(jobs), OutcomeBuffer(self.settings, self.discard_done),
                                      self.log.bind(batch_id=batch_id), [job.id for job in jobs],
                                      unsized=unsized and self.settings.concurrency > 1, keyed=keyed(jobs))
 
@@ -161,9 +162,11 @@ class Batches:
             elif final_only or batch.buffer.due():
                 self.flush(batch, final=False)
 
-    def ending(self) -> int | None:
-        """HeldCompletion: the held batch's token, for the claim to complete."""
-        return self.held.batch_id if self.held is not None else None
+    def ending(self) -> tuple[int, bool] | None:
+        """HeldCompletion: the held batch's token, for the claim to complete, and whether its jobs are
+        deleted (their queue keeps no history)."""
+        held = self.held
+        return (held.batch_id, bool(held.buffer.discarded)) if held is not None else None
 
     def completed(self, count: int) -> None:
         """HeldCompletion: the held batch's completion went with a claim and changed ``count`` rows."""

@@ -87,7 +87,7 @@ class Worker:
         self.background.attach([self.heartbeat, self.maintainer,
                                 CancelWatch(self.background.db, self.cancels, self.log),
                                 ProgressWriter(self.background.db, self.progress, lambda: self.heartbeat.worker_id)])
-        self.queue_watch = QueueWatch(settings, self.db, self.elector, self.rates.changed_at)
+        self.queue_watch = QueueWatch(settings, self.db, self.elector, self.rates.changed_at, self._discarding)
         self.claimer = Claimer(settings, self.db, self.limits, self.rates, lambda: self.heartbeat.worker_id)
         self._last_status: tuple[int, int] | None = None
         self.stopping = False
@@ -344,6 +344,11 @@ class Worker:
         if period is not None and time.monotonic() - self._last_watchdog >= period / 2:
             self._last_watchdog = time.monotonic()
             self.notifier.watchdog()
+
+    def _discarding(self, queues: frozenset[str]) -> None:
+        """The last poll's word on which of our queues keep no history: their done jobs are deleted by
+        the completions of batches claimed from now on (and by transactional handlers' own)."""
+        self.batches.discard_done = self.dispatcher.runner.discard_done = queues
 
     def _paused(self) -> None:
         """While the database is down the loop is alive, only waiting: feed the watchdog, show the log."""

@@ -24,11 +24,13 @@ class QueueWatch:
     """The worker's view of its queues, kept up by one poll per ``poll_interval`` (and hints between)."""
 
     def __init__(self, settings: Settings, db: Database, elector: Elector,
-                 limits_changed: Callable[[str | None], None]) -> None:
+                 limits_changed: Callable[[str | None], None],
+                 discarding: Callable[[frozenset[str]], None] = lambda queues: None) -> None:
         self.settings = settings
         self.db = db
         self.elector = elector  # every poll also tells the election what it saw, at no extra query
         self.limits_changed = limits_changed  # ... and the rate limits when operators changed them
+        self.discarding = discarding  # ... and which of our queues keep no history of their done jobs
         self.want_claim = True
         self.next_poll = 0.0  # monotonic
         self.next_due: float | None = None  # monotonic: a delayed or retried job of ours comes due
@@ -51,6 +53,7 @@ class QueueWatch:
         result = self.db.run(lambda cur: claims.poll(cur, self.settings.queues, elector.beacon))
         elector.observe(result.leader_remaining, result.beacon_free)
         self.limits_changed(result.limits_changed)
+        self.discarding(result.discard_done)
         self.polled_since_claim = True
         self.next_poll = now + self.settings.poll_interval
         self.paused = result.paused

@@ -128,6 +128,16 @@ SELECT EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
 INSERT INTO mysqlq_queues (name, paused) VALUES (%(name)s, %(paused)s)
 ON DUPLICATE KEY UPDATE paused = %(paused)s;
 
+-- name: set_keep_done
+-- Whether a queue (or, named '' which no queue can be, the installation) keeps its done jobs (NULL: as the installation
+-- does); workers read it at their next poll.
+INSERT INTO mysqlq_queues (name, keep_done) VALUES (%(name)s, %(keep)s)
+ON DUPLICATE KEY UPDATE keep_done = %(keep)s;
+
+-- name: keep_done_settings
+-- Every queue told to keep its done jobs or not, and the installation ('').
+SELECT name, keep_done FROM mysqlq_queues WHERE keep_done IS NOT NULL ORDER BY name;
+
 -- ---------------------------------------------------------------- stats
 
 -- name: paused_queues

@@ -166,7 +166,9 @@ SELECT id, tags FROM mysqlq_jobs
 -- followers watch the leader at no extra cost, the microseconds left on the reaper's lease and
 -- whether the leader's wake-up lock is free (its holder's connection died); and how many rate limits
 -- operators set and when they last changed one (the worker reads them again when that moved: a
--- removed one moves the count).
+-- removed one moves the count); and which of my queues, and the installation, were told to keep
+-- their done jobs or not (`mysqlq history`; the installation's row has the empty name, never a queue's): each
+-- as 0 or 1 followed by the name.
 SELECT
   (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready) WHERE ready_queue IN ({ids}) LIMIT 1) AS has_ready,
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(scheduled_at)) FROM mysqlq_jobs) AS next_due_us,
@@ -174,7 +176,9 @@ SELECT
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) FROM mysqlq_leaders WHERE role = 'reaper')
     AS leader_remaining_us,
   IS_USED_LOCK(%s) IS NULL AS beacon_free,
-  (SELECT CONCAT(COUNT(*), ' ', COALESCE(MAX(changed_at), '')) FROM mysqlq_rate_limits) AS limits_changed;
+  (SELECT CONCAT(COUNT(*), ' ', COALESCE(MAX(changed_at), '')) FROM mysqlq_rate_limits) AS limits_changed,
+  (SELECT GROUP_CONCAT(CONCAT(keep_done, name) SEPARATOR '\n') FROM mysqlq_queues
+    WHERE keep_done IS NOT NULL AND name IN ({ids}, '')) AS keep_done;
 
 -- name: claimed_lately
 -- A burst worker's last look before it exits, when it has found nothing yet: did a worker claim jobs of
@@ -233,9 +237,10 @@ SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurre
  ORDER BY priority, id;
 
 -- name: batch_done_ids
--- Which of these jobs this batch completed (by primary key): after a completion that changed
--- fewer rows than it named, the others were taken over.
-SELECT id FROM mysqlq_jobs WHERE id IN ({ids}) AND batch_id = %s AND status = 'done';
+-- Of these jobs, those still in the table, each with whether this batch completed it (by primary
+-- key): after a completion that changed fewer rows than it named, the others were taken over. A job
+-- no longer in the table was deleted by its completion (its queue keeps no history).
+SELECT id, batch_id = %s AND status = 'done' FROM mysqlq_jobs WHERE id IN ({ids});
 
 -- ---------------------------------------------------------------- outcomes (all fenced by running_batch)
 
@@ -264,6 +269,22 @@ UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
 UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
+
+-- name: discard_jobs
+-- complete_jobs for jobs whose queue keeps no history (`mysqlq history off`): they are deleted,
+-- fenced the same way. Jobs that others wait for are left running, for the worker to end (and keep).
+DELETE FROM mysqlq_jobs WHERE running_batch = %s AND id IN ({ids}) AND dependents IS NULL;
+
+-- name: discard_batch
+-- complete_batch for a batch whose every job's queue keeps no history: the rest of it deleted
+-- (in the multi-table form, the one that takes an index hint).
+DELETE j FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state)
+ WHERE j.running_batch = %(batch_id)s AND j.dependents IS NULL;
+
+-- name: discard_job
+-- complete_job (and complete_job_with_result: the result is not kept) for a job whose queue keeps
+-- no history.
+DELETE FROM mysqlq_jobs WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: job_state
 -- Where one job stands, for the producer's job() (its result included).

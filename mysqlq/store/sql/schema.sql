@@ -96,6 +96,7 @@ CREATE TABLE `mysqlq_migration_lock` (
 CREATE TABLE `mysqlq_queues` (
   `name` varchar(100) NOT NULL,
   `paused` tinyint(1) NOT NULL DEFAULT 0,
+  `keep_done` tinyint(1) DEFAULT NULL,
   PRIMARY KEY (`name`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 

@@ -3,8 +3,9 @@
 -- scheduled, running jobs) or a window of recent history on an index, never the whole history.
 
 -- name: web_known_queues
--- Queues that were ever paused or resumed (they may have no jobs).
-SELECT name FROM mysqlq_queues;
+-- Queues that were ever paused, resumed or told whether to keep their done jobs (they may have no
+-- jobs); not the installation's own row (named '').
+SELECT name FROM mysqlq_queues WHERE name <> '';
 
 -- name: web_finished_between
 -- Per listed queue and finished status, the jobs that ended in (after, upto]: for each (status,

@@ -39,8 +39,9 @@ class Claim:
 class HeldCompletion(Protocol):
     """The batch whose completion may go with the next claim (mysqlq.worker.batches.Batches)."""
 
-    def ending(self) -> int | None:
-        """The token of a batch that ended with plain successes only, held for the claim (None: none)."""
+    def ending(self) -> tuple[int, bool] | None:
+        """The token of a batch that ended with plain successes only, held for the claim, and whether
+        its completion deletes them (their queue keeps no history); None: none."""
 
     def completed(self, count: int) -> None:
         """That completion went with the claim and changed ``count`` rows."""
@@ -69,7 +70,7 @@ class Claimer:
         settings, statement, worker_id = self.settings, self.statement, self.worker_id()
         claimed_at = time.monotonic()
         batch_id = new_batch_id()  # made before any retry, so a retried claim keeps one token
-        ended = ride_along.ending() if ride_along is not None else None
+        held = ride_along.ending() if ride_along is not None else None
         retried = self.db.retried
         queues = [queue for queue in settings.queues if queue not in paused]
         claimed = 0
@@ -80,8 +81,9 @@ class Claimer:
 
                 def claim_and_fetch(conn: Connection, queue: str = queue,
                                     room: int = room) -> tuple[int | None, int, list[ClaimedJob]]:
+                    ended, discard = held if held is not None else (None, False)
                     return claims.claim_and_fetch(conn, queue, batch_id, worker_id, settings.worker_name,
-                                                  settings.lease, room, ended)
+                                                  settings.lease, room, ended, discard)
 
                 completed, _, jobs = self.db.run_on(claim_and_fetch)
                 if completed is not None and ride_along is not None:

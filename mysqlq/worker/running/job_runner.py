@@ -165,6 +165,7 @@ class Runner:
         self.registry = registry
         self.log = log
         self.cancels = cancels  # how a job cancelled while it runs is asked to stop
+        self.discard_done: frozenset[str] = frozenset()  # our queues that keep no history (the last poll's word)
         self.alarm = MainThreadTimeLimit()
         self.read_parents = ParentsReader(settings)
         # What every job's context shares.
@@ -310,7 +311,8 @@ class Runner:
 
     def _complete(self, conn: Connection, batch_id: int, prepared: Prepared, value: Any) -> set[str]:
         """Inside a transactional handler's transaction, after it returned ``value``: the fenced completion."""
-        return complete(conn, batch_id, prepared, self._result(value), self.runs.of(prepared.job.id))
+        return complete(conn, batch_id, prepared, self._result(value), self.runs.of(prepared.job.id),
+                        prepared.job.queue in self.discard_done)
 
     def _result(self, value: Any) -> bytes | None:
         """The stored form of a handler's return value (ResultNotStored fails the job)."""
@@ -367,12 +369,13 @@ class ClaimLost(Exception):
 
 
 def complete(conn: Connection, batch_id: int, prepared: Prepared, result: bytes | None,
-             ran_in: str | None = None) -> set[str]:
-    """Inside the handler's transaction: the fenced completion (with the result), so that both commit
-    or neither does; the jobs waiting for it are released in the same transaction (and the span it
-    ``ran_in`` kept for theirs, when the worker traces)."""
+             ran_in: str | None = None, discard: bool = False) -> set[str]:
+    """Inside the handler's transaction: the fenced completion (with the result; the job deleted with
+    ``discard``, its queue keeping no history), so that both commit or neither does; the jobs waiting
+    for it are released in the same transaction (and the span it ``ran_in`` kept for theirs, when the
+    worker traces)."""
     with conn.cursor() as cur:
-        woken = claims.finish_one(cur, batch_id, prepared.job.id, result, ran_in)
+        woken = claims.finish_one(cur, batch_id, prepared.job.id, result, ran_in, discard)
     if woken is None:
         raise ClaimLost()
     return woken

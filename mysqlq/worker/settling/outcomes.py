@@ -85,8 +85,11 @@ class OutcomeBuffer:
     """
 
     settings: Settings
+    discard: frozenset[str] = frozenset()  # the batch's queues that keep no history: their done jobs are deleted
     done: list[int] = field(default_factory=list)
-    with_result: list[tuple[int, bytes]] = field(default_factory=list)  # done, each written with its result
+    discarded: list[int] = field(default_factory=list)  # done, in a queue of ``discard``
+    with_result: list[tuple[int, bytes, bool]] = field(default_factory=list)  # done, written with its result (or
+    # deleted, result and all, when its queue keeps no history)
     failed: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)
     written: list[Entry] = field(default_factory=list)  # in order, for the log
     due_at: float = math.inf  # when the pending outcomes are due to be written (inf: none pending)
@@ -108,9 +111,9 @@ class OutcomeBuffer:
             self.due_at = time.monotonic() + self.settings.flush_interval
         if outcome.kind == "done":
             if outcome.result is None:
-                self.done.append(job.id)
+                (self.discarded if job.queue in self.discard else self.done).append(job.id)
             else:
-                self.with_result.append((job.id, outcome.result))
+                self.with_result.append((job.id, outcome.result, job.queue in self.discard))
         else:
             self.failed.append((job, outcome))
 
@@ -119,16 +122,16 @@ class OutcomeBuffer:
         self.written.append((job, seconds))
         if self.due_at == math.inf:
             self.due_at = time.monotonic() + self.settings.flush_interval
-        self.done.append(job.id)
+        (self.discarded if job.queue in self.discard else self.done).append(job.id)
 
     def due(self, now: float | None = None) -> bool:
         return (time.monotonic() if now is None else now) >= self.due_at
 
     @property
     def plain(self) -> bool:
-        """Successes without results are pending, and nothing else: at the batch's end they are
-        written by its completion alone (``claims.complete_batch``)."""
-        return bool(self.done) and not self.with_result and not self.failed
+        """Successes without results are pending, and nothing else, all kept or all deleted: at the
+        batch's end they are written by its completion alone (``claims.complete_batch``)."""
+        return bool(self.done) != bool(self.discarded) and not self.with_result and not self.failed
 
     def flush(self, db: Database, batch_id: int, final: bool = False, completed: int | None = None,
               runs: Runs | None = None) -> Written:
@@ -140,16 +143,17 @@ class OutcomeBuffer:
         ``completed``: that statement went already (with the next claim); what it changed.
         ``runs``: the spans the jobs ran in, when the worker traces: kept with those that others wait for.
         """
-        done, with_result, failed, entries = self.done, self.with_result, self.failed, self.written
-        lost, done_only = self.lost, self.done_only
-        self.done, self.with_result, self.failed, self.written, self.lost = [], [], [], [], set()
+        done, discarded, with_result, failed = self.done, self.discarded, self.with_result, self.failed
+        entries, lost, done_only = self.written, self.lost, self.done_only
+        self.done, self.discarded, self.with_result, self.failed, self.written, self.lost = [], [], [], [], [], set()
         self.due_at, self.next_retry, self.done_only = math.inf, None, True
         # Jobs that others wait for are left running by the statements below; they end afterwards,
         # in one transaction that releases what waits for them (mysqlq.store.dependencies).
         parents_done: dict[int, bytes | None] = {}
         parents_dead: dict[int, str] = {}
-        for job_id, result in with_result:  # before the batch's completion below, which takes the rest
-            if not db.run(partial(claims.complete_one, batch_id=batch_id, job_id=job_id, result=result)):
+        for job_id, result, discard in with_result:  # before the batch's completion below, which takes the rest
+            if not db.run(partial(claims.complete_one, batch_id=batch_id, job_id=job_id, result=result,
+                                  discard=discard)):
                 parents_done[job_id] = result
         for job, outcome in failed:
             if outcome.kind == "snoozed":
@@ -169,14 +173,16 @@ class OutcomeBuffer:
                     lost.add(job.id)
             elif not db.run(partial(claims.bury, batch_id=batch_id, job_id=job.id, error=error)):
                 parents_dead[job.id] = error
-        if done:
-            if final:
+        finished = done + discarded
+        if finished:
+            if final and not (done and discarded):  # the batch's rest, all kept or all deleted
                 count = completed if completed is not None else db.run(
-                    lambda cur: claims.complete_batch(cur, batch_id))
+                    lambda cur: claims.complete_batch(cur, batch_id, discard=bool(discarded)))
             else:
-                count = db.run(lambda cur: claims.complete(cur, batch_id, done))
-            if count < len(done):
-                parents_done.update(dict.fromkeys(self._not_done(db, batch_id, done)))
+                count = sum(db.run(partial(claims.complete, batch_id=batch_id, ids=ids, discard=discard))
+                            for ids, discard in ((done, False), (discarded, True)) if ids)
+            if count < len(finished):
+                parents_done.update(dict.fromkeys(self._not_done(db, batch_id, finished)))
         ran_in = runs.take(job.id for job, _ in entries) if runs else None
         if parents_done or parents_dead:
             ended = db.run(lambda cur: claims.end_with_dependents(cur, batch_id, parents_done, parents_dead,
@@ -191,6 +197,6 @@ class OutcomeBuffer:
     def _not_done(self, db: Database, batch_id: int, ids: list[int]) -> list[int]:
         # Rare path: a claim was taken over while we ran, or others wait for the job (left running
         # for the releasing path, which tells the two apart). Rows that were ours without
-        # dependents were just marked done, so these are the others.
+        # dependents were just marked done (or deleted), so these are the others.
         still_ours = db.run(lambda cur: claims.completed_ids(cur, batch_id, ids))
         return [job_id for job_id in ids if job_id not in still_ours]
