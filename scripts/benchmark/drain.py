@@ -68,3 +68,28 @@ def w1(bench: Bench, sizes: Sizes) -> list[Figure]:
     one.add_list("default_vs_one_slot", [a / b for a, b in zip(mq[2].values["jobs_s"], one.values["jobs_s"],
                                                                  strict=True)])
     return [emit(f) for f in (mq[2], bare[2], mq[4], bare[4], quiet, one)]
+
+
+def w1_no_history(bench: Bench, sizes: Sizes) -> list[Figure]:
+    """W1nohistory: W1 with the installation's history off (every done job deleted by its completion),
+    beside W1 as it is and the bare loop at batch 100, alternating run by run, at K = 2 and 4: jobs/s
+    and the server's CPU per job of each, and the ratios (``server_vs_kept``, ``server_vs_bare100``,
+    ``ratio_bare100``)."""
+    n = sizes.w1_jobs
+    figs = {k: Figure("W1nohistory", {"k": str(k), "batch": BATCH, "n": str(n)},
+                      spread=("jobs_s", "server_us_job", "server_vs_kept", "server_vs_bare100"))
+            for k in (2, 4)}
+    for run in range(bench.runs):
+        for k in (2, 4):
+            note(f"W1nohistory run {run + 1}: K={k} history off, history kept, bare at batch {REFERENCE_BATCH}")
+            off = drain_mysqlq(bench, f"w1n_off_k{k}_r{run}", k, n, history=False)
+            kept = drain_mysqlq(bench, f"w1n_kept_k{k}_r{run}", k, n)
+            bare = drain_bare(bench, f"w1n_bare_k{k}_r{run}", k, n, batch=REFERENCE_BATCH)
+            figs[k].add(jobs_s=off.jobs_s, server_us_job=off.server_us_job, kept_jobs_s=kept.jobs_s,
+                        kept_server_us_job=kept.server_us_job, bare100_jobs_s=bare.jobs_s,
+                        bare100_server_us_job=bare.server_us_job,
+                        server_vs_kept=off.server_us_job / kept.server_us_job,
+                        server_vs_bare100=off.server_us_job / bare.server_us_job,
+                        kept_server_vs_bare100=kept.server_us_job / bare.server_us_job,
+                        ratio_bare100=off.jobs_s / bare.jobs_s, kept_ratio_bare100=kept.jobs_s / bare.jobs_s)
+    return [emit(figs[k]) for k in (2, 4)]

@@ -102,11 +102,14 @@ def children_cpu() -> float:
 
 def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str] = (),
                  global_options: Sequence[str] = (), dsn: mysqlq.Dsn | None = None,
-                 after_fill: Callable[[Any], None] | None = None, env: dict[str, str] | None = None) -> Drain:
+                 after_fill: Callable[[Any], None] | None = None, env: dict[str, str] | None = None,
+                 history: bool = True) -> Drain:
     """W1: put N jobs in the table, start K workers, time until every job is done.
 
     With ``dsn`` the jobs go into that (existing) database, e.g. one holding history (W5);
     ``after_fill`` changes the jobs (on the cursor) before the workers start; ``env`` is added to theirs.
+    Without ``history`` the installation keeps none (`mysqlq history off --all`): the jobs are deleted
+    as they complete, and the drain's steady time is its wall time (no row is left to time it by).
     """
     own = dsn is None
     if dsn is None:
@@ -119,6 +122,8 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     fill_jobs(cur, n)
     if after_fill is not None:
         after_fill(cur)
+    if not history:
+        cur.execute("INSERT INTO mysqlq_queues (name, keep_done) VALUES ('', 0) ON DUPLICATE KEY UPDATE keep_done = 0")
     started_wall = time.time()
     started = time.perf_counter()
     cpu, server = children_cpu(), server_cpu(bench)
@@ -129,6 +134,17 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     finally:
         workers.stop()
     cpu = children_cpu() - cpu
+    if not history:
+        cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE id > %s", (since,))
+        left = int(cur.fetchone()[0])
+        if left:
+            raise RuntimeError(f"{name}: expected every job deleted as it completed, found {status_counts(cur)}")
+        cur.execute("DELETE FROM mysqlq_queues WHERE name = ''")
+        conn.close()
+        if own:
+            bench.drop(dsn.database)
+            workers.log.unlink(missing_ok=True)
+        return Drain(n, ended - started, ended - started, 0.0, cpu, server)
     cur.execute("SELECT COUNT(*), UNIX_TIMESTAMP(MIN(started_at)), UNIX_TIMESTAMP(MAX(finished_at)),"
                 " SUM(status = 'done') FROM mysqlq_jobs WHERE id > %s", (since,))
     count, first, last, done = cur.fetchone()
