@@ -174,7 +174,7 @@ def test_the_reaper_reads_only_the_running_rows(big: Connection) -> None:
 
 def test_the_idle_poll_reads_a_handful_of_rows(big: Connection) -> None:
     queues = ["hot", "other", "idle"]
-    sql, params = expand("poll", len(queues)), [*queues, *queues, "mysqlq:leader:test"]
+    sql, params = expand("poll", len(queues)), [*queues, *queues, "mysqlq:leader:test", *queues]
     # has_ready walks the ready index; MIN(scheduled_at) is read off the start of its index at
     # planning time ("Select tables optimized away": no table access at all).
     jobs = [access for access in plan(big, sql, params) if access["table_name"] == "mysqlq_jobs"]
