@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from mysqlq.cli import main, settings
@@ -12,6 +15,7 @@ from mysqlq.store.claims import INSTALLATION
 from mysqlq.store.db import CLI_RETRY, Database
 from mysqlq.store.schema import check_schema
 
+F = TypeVar("F", bound=Callable[..., Any])
 KEPT, DELETED = "kept (until --retain-done)", "deleted when they complete"
 
 
@@ -56,10 +60,14 @@ def _set(ctx: click.Context, queue: str | None, every: bool, keep: bool | None, 
                "(jobs already claimed end as their claim found it)")
 
 
+def _queue_or_all(func: F) -> F:
+    func = click.option("--all", "every", is_flag=True, envvar="MYSQLQ_HISTORY_ALL", show_envvar=True,
+                        help="The installation's default, for queues not set alone.")(func)
+    return click.argument("queue", required=False)(func)
+
+
 @history.command("off")
-@click.argument("queue", required=False)
-@click.option("--all", "every", is_flag=True, envvar="MYSQLQ_HISTORY_ALL", show_envvar=True,
-              help="The installation's default, for queues not set alone.")
+@_queue_or_all
 @click.pass_context
 def history_off(ctx: click.Context, queue: str | None, every: bool) -> None:
     """Keep no history of QUEUE's done jobs: each is deleted when it completes."""
@@ -67,9 +75,7 @@ def history_off(ctx: click.Context, queue: str | None, every: bool) -> None:
 
 
 @history.command("on")
-@click.argument("queue", required=False)
-@click.option("--all", "every", is_flag=True, envvar="MYSQLQ_HISTORY_ALL", show_envvar=True,
-              help="The installation's default, for queues not set alone.")
+@_queue_or_all
 @click.pass_context
 def history_on(ctx: click.Context, queue: str | None, every: bool) -> None:
     """Keep QUEUE's done jobs again (until retention deletes them)."""
