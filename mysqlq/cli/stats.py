@@ -27,7 +27,8 @@ from mysqlq.store.stats import queue_stats
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool, watch: str | None) -> None:
     """Per queue: jobs by status, the age of the oldest ready job, jobs done per minute over the
-    last 5 minutes, and whether the queue is paused."""
+    last 5 minutes, whether the queue is paused, and whether it keeps no history of its done jobs
+    (`mysqlq history`)."""
     cfg = settings(ctx)
     every = None if watch is None else parse_duration(watch, "--watch interval")
     if every is not None and every <= 0:
@@ -50,13 +51,18 @@ def stats(ctx: click.Context, as_json: bool, watch: str | None) -> None:
         return
 
 
+def _state(row: dict[str, Any]) -> str:
+    state = "paused" if row["paused"] else "active"
+    return state if row.get("history", True) else f"{state}, no history"
+
+
 def _stats_text(rows: list[dict[str, Any]], as_json: bool, compact: bool = False) -> str:
     if as_json:
         return json.dumps(rows) if compact else json.dumps(rows, indent=2)
     header = ["queue", *STATUSES, "oldest_ready_s", "done/min", "state"]
     table = [[row["queue"], *(f"{row['counts'][s]}{'+' if s in row['capped'] else ''}" for s in STATUSES),
               "-" if row["oldest_ready_age"] is None else f"{row['oldest_ready_age']:.1f}",
-              f"{row['throughput']['done_per_min']:g}", "paused" if row["paused"] else "active"] for row in rows]
+              f"{row['throughput']['done_per_min']:g}", _state(row)] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]

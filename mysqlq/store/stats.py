@@ -7,6 +7,7 @@ from typing import Any
 from mysqlq.core.jobs import ENDED, STATUSES
 from mysqlq.store import execute
 from mysqlq.store import ops as ops_store
+from mysqlq.store.claims import INSTALLATION
 from mysqlq.store.db import Cursor
 
 THROUGHPUT_WINDOW = 300.0  # seconds of history behind the done-per-minute figure
@@ -15,12 +16,14 @@ HISTORY_CAP = 10_000  # done, dead and cancelled jobs are counted exactly up to 
 
 def _blank(queue: str, window: float) -> dict[str, Any]:
     return {"queue": queue, "counts": dict.fromkeys(STATUSES, 0), "capped": [], "oldest_ready_age": None,
-            "paused": False, "throughput": {"window_s": window, "done": 0, "dead": 0, "done_per_min": 0.0}}
+            "paused": False, "history": True,
+            "throughput": {"window_s": window, "done": 0, "dead": 0, "done_per_min": 0.0}}
 
 
 def queue_stats(cur: Cursor, window: float = THROUGHPUT_WINDOW, cap: int = HISTORY_CAP) -> list[dict[str, Any]]:
     """One entry per queue: counts by status, the oldest ready job's age in seconds, whether it is
-    paused, and its throughput: jobs that ended done or dead in the last ``window`` seconds.
+    paused, whether it keeps its done jobs (``history``: see `mysqlq history`), and its throughput:
+    jobs that ended done or dead in the last ``window`` seconds.
 
     Ready, scheduled, blocked and running jobs are counted exactly. Finished ones (done, dead, cancelled)
     are counted up to ``cap`` per queue: a count that reached it is ``cap`` and its status is listed
@@ -37,6 +40,10 @@ def queue_stats(cur: Cursor, window: float = THROUGHPUT_WINDOW, cap: int = HISTO
                 entry["capped"].append(status)
     for queue in ops_store.paused_queues(cur):
         found.setdefault(queue, _blank(queue, window))["paused"] = True
+    keep = ops_store.keep_done_settings(cur)
+    default = keep.pop(INSTALLATION, True)
+    for entry in found.values():
+        entry["history"] = keep.get(entry["queue"], default)
     for queue, (done, dead) in ops_store.throughput(cur, window).items():
         rate = found.setdefault(queue, _blank(queue, window))["throughput"]
         rate.update(done=done, dead=dead, done_per_min=round(done * 60 / window, 2))

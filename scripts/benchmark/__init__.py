@@ -1,8 +1,9 @@
 """The benchmark behind ``scripts/bench``: a module per kind of workload of docs/performance.md, named
 by what it measures, each run as the sections W1…W10 that ``scripts/bench --only`` names:
 
-- ``drain`` (W1: a backlog drained, against the bare-SQL loop and its ceiling), ``drain_warm`` (W1warm:
-  idle workers handed a backlog), ``drain_tls`` (W1tls), ``drain_traced`` (W1otel: what tracing costs);
+- ``drain`` (W1: a backlog drained, against the bare-SQL loop and its ceiling; W1nohistory: the same
+  with done jobs deleted as they complete), ``drain_warm`` (W1warm: idle workers handed a backlog),
+  ``drain_tls`` (W1tls), ``drain_traced`` (W1otel: what tracing costs);
 - ``latency`` (W2), ``idle`` (W3), ``enqueue`` (W4), ``django_enqueue`` (W4django), ``history`` (W5:
   the drain beside done rows, and their purge), ``recovery`` (W6: a worker killed), ``io_bound`` (W7,
   W7sweep), ``fairness`` (W8: slow jobs spread over workers), ``workflows`` (W9), ``rate_limit`` (W10,
@@ -14,5 +15,6 @@ soon as it is known, and returns the figures (for the summary table). Beside the
 the plumbing (``common``), the Galera comparison (``galera``), the paced producer run on another test
 host (``producer``), the profile and the CPU of the worker's and the producer's own code
 (``profiling``, with ``parts_worker`` and ``enqueue_cpu``) and the server's work per job by statement
-and index (``serverwork``). ``bare.py`` and ``producer.py`` also run as scripts of their own (in worker
-processes, on other hosts)."""
+and index (``serverwork``), and the retention of a large history, batched deletes against dropped
+partitions (``history_retention``, section ``retention``). ``bare.py`` and ``producer.py`` also run
+as scripts of their own (in worker processes, on other hosts)."""

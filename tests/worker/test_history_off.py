@@ -46,6 +46,8 @@ def test_done_jobs_of_a_queue_without_history_are_deleted_and_other_queues_keep_
     assert remaining == {dead, chain[0]}
     assert qdb.query("SELECT job_id FROM test_effects") == [(transactional,)]  # its effect committed
     assert with_result not in remaining
+    lines = {line.split()[0]: line for line in qdb.cli("stats", check=True).stdout.splitlines()[1:]}
+    assert lines["light"].endswith("active, no history") and lines["kept"].endswith("active")
 
 
 def test_the_installation_default_and_a_queue_set_apart_from_it(qdb: QueueDB) -> None:
