@@ -16,5 +16,6 @@ the plumbing (``common``), the Galera comparison (``galera``), the paced produce
 host (``producer``), the profile and the CPU of the worker's and the producer's own code
 (``profiling``, with ``parts_worker`` and ``enqueue_cpu``) and the server's work per job by statement
 and index (``serverwork``), and the retention of a large history, batched deletes against dropped
-partitions (``history_retention``, section ``retention``). ``bare.py`` and ``producer.py`` also run
+partitions (``history_retention``, section ``retention``), and a job's whole life, enqueue, drain and
+retention, with its history kept and off (``whole_job``, section ``wholejob``). ``bare.py`` and ``producer.py`` also run
 as scripts of their own (in worker processes, on other hosts)."""
