@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -42,14 +42,19 @@ def poll(cur: Cursor, queues: Sequence[str], beacon: str) -> PollResult:
 INSTALLATION = ""  # the mysqlq_queues row of the installation's own settings (no queue has this name)
 
 
+def keeps_done(settings: Mapping[str, bool], queue: str) -> bool:
+    """Whether ``queue`` keeps its done jobs, given the settings operators made (queue name or
+    :data:`INSTALLATION` to keep): its own setting, else the installation's, else kept."""
+    return settings.get(queue, settings.get(INSTALLATION, True))
+
+
 def discarding(queues: Sequence[str], settings: str | None) -> frozenset[str]:
     """Which of ``queues`` keep no history of their done jobs, from the poll's ``keep_done`` (lines of
-    0 or 1 and a name): a queue's own setting, else the installation's, else kept."""
+    0 or 1 and a name)."""
     if not settings:
         return frozenset()
     keep = {line[1:]: line[0] == "1" for line in settings.split("\n")}
-    default = keep.get(INSTALLATION, True)
-    return frozenset(queue for queue in queues if not keep.get(queue, default))
+    return frozenset(queue for queue in queues if not keeps_done(keep, queue))
 
 
 def newest_job_id(cur: Cursor) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 from mysqlq.core.jobs import ENDED, STATUSES
 from mysqlq.store import execute
 from mysqlq.store import ops as ops_store
-from mysqlq.store.claims import INSTALLATION
+from mysqlq.store.claims import keeps_done
 from mysqlq.store.db import Cursor
 
 THROUGHPUT_WINDOW = 300.0  # seconds of history behind the done-per-minute figure
@@ -41,9 +41,8 @@ def queue_stats(cur: Cursor, window: float = THROUGHPUT_WINDOW, cap: int = HISTO
     for queue in ops_store.paused_queues(cur):
         found.setdefault(queue, _blank(queue, window))["paused"] = True
     keep = ops_store.keep_done_settings(cur)
-    default = keep.pop(INSTALLATION, True)
     for entry in found.values():
-        entry["history"] = keep.get(entry["queue"], default)
+        entry["history"] = keeps_done(keep, entry["queue"])
     for queue, (done, dead) in ops_store.throughput(cur, window).items():
         rate = found.setdefault(queue, _blank(queue, window))["throughput"]
         rate.update(done=done, dead=dead, done_per_min=round(done * 60 / window, 2))
