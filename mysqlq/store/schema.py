@@ -13,7 +13,7 @@ import MySQLdb
 
 from mysqlq.core.errors import ConfigError, SchemaError
 from mysqlq.store import execute
-from mysqlq.store.db import Connection, Cursor, error_code
+from mysqlq.store.db import Connection, Cursor, error_code, transaction
 from mysqlq.store.migration_lease import LeaseRenewal
 from mysqlq.store.sql import migrations, query
 
@@ -23,6 +23,9 @@ MIGRATION_WAIT = 600.0  # seconds a second `mysqlq migrate` waits for the first
 # A migration statement under this line runs over mysqlq_jobs in primary-key ranges [low, high) of
 # BACKFILL_STEP ids, each its own short autocommit statement, so that no lock is held for long.
 IN_ID_RANGES = "-- mysqlq: in primary-key ranges"
+# The same with several statements (separated by THEN lines) that commit together in each range.
+AS_ONE_TRANSACTION = ", as one transaction"
+THEN = "-- mysqlq: then"
 BACKFILL_STEP = 5000
 # Database names --create-database accepts: what needs no quoting, plus "-" (it is backquoted anyway).
 DATABASE_NAME = re.compile(r"[A-Za-z0-9_$-]{1,64}")
@@ -119,9 +122,16 @@ def _in_id_ranges(cur: Cursor, statement: str, progress: Callable[[], object]) -
     execute(cur, "job_id_range")
     row = cur.fetchone()
     low, last = (int(row[0]), int(row[1])) if row else (0, 0)
+    together = statement.splitlines()[0].endswith(AS_ONE_TRANSACTION)
+    steps = [step.strip() for step in statement.split(THEN)] if together else [statement]
     changed = 0
     while low <= last:
-        changed += int(cur.execute(statement, {"low": low, "high": low + BACKFILL_STEP}))
+        params = {"low": low, "high": low + BACKFILL_STEP}
+        if together:
+            with transaction(cur.connection):
+                changed += sum(int(cur.execute(step, params)) for step in steps)
+        else:
+            changed += int(cur.execute(statement, params))
         low += BACKFILL_STEP
         progress()
     return changed

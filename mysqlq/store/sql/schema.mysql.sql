@@ -70,6 +70,44 @@ CREATE TABLE `mysqlq_jobs` (
   KEY `mysqlq_jobs_scheduled` (`scheduled_at`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+CREATE TABLE `mysqlq_jobs_history` (
+  `id` bigint unsigned NOT NULL,
+  `queue` varchar(100) COLLATE utf8mb4_bin NOT NULL,
+  `handler` varchar(100) COLLATE utf8mb4_bin NOT NULL,
+  `payload` mediumblob NOT NULL,
+  `status` enum('ready','scheduled','running','done','dead','cancelled','blocked','waiting') COLLATE utf8mb4_bin NOT NULL,
+  `priority` smallint NOT NULL DEFAULT '0',
+  `run_at` datetime(6) NOT NULL,
+  `attempts` smallint unsigned NOT NULL DEFAULT '0',
+  `max_attempts` smallint unsigned NOT NULL,
+  `time_limit` int unsigned DEFAULT NULL,
+  `batch_id` bigint unsigned DEFAULT NULL,
+  `worker_id` bigint unsigned DEFAULT NULL,
+  `worker` varchar(255) COLLATE utf8mb4_bin DEFAULT NULL,
+  `lease_until` datetime(6) DEFAULT NULL,
+  `enqueued_at` datetime(6) NOT NULL,
+  `started_at` datetime(6) DEFAULT NULL,
+  `finished_at` datetime(6) DEFAULT NULL,
+  `dedupe_key` varchar(191) COLLATE utf8mb4_bin DEFAULT NULL,
+  `last_error` mediumtext COLLATE utf8mb4_bin,
+  `dedupe_scope` enum('forever','active') COLLATE utf8mb4_bin NOT NULL DEFAULT 'forever',
+  `ready_queue` varchar(100) COLLATE utf8mb4_bin DEFAULT NULL,
+  `running_batch` bigint unsigned DEFAULT NULL,
+  `scheduled_at` datetime(6) DEFAULT NULL,
+  `concurrency_key` varchar(191) COLLATE utf8mb4_bin DEFAULT NULL,
+  `result` mediumblob,
+  `dependents` tinyint(1) DEFAULT NULL,
+  `waiting_for` int unsigned DEFAULT NULL,
+  `snoozes` smallint unsigned NOT NULL DEFAULT '0',
+  `progress` float DEFAULT NULL,
+  `progress_note` varchar(200) COLLATE utf8mb4_bin DEFAULT NULL,
+  `tags` varchar(700) COLLATE utf8mb4_bin DEFAULT NULL,
+  `trace_context` varchar(600) COLLATE utf8mb4_bin DEFAULT NULL,
+  `run_trace_context` varchar(600) COLLATE utf8mb4_bin DEFAULT NULL,
+  PRIMARY KEY (`id`),
+  KEY `mysqlq_jobs_history_ended` (`status`,`queue`,`finished_at`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 CREATE TABLE `mysqlq_leaders` (
   `role` varchar(50) COLLATE utf8mb4_bin NOT NULL,
   `worker_id` bigint unsigned DEFAULT NULL,

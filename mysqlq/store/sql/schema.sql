@@ -70,6 +70,44 @@ CREATE TABLE `mysqlq_jobs` (
   KEY `mysqlq_jobs_scheduled` (`scheduled_at`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+CREATE TABLE `mysqlq_jobs_history` (
+  `id` bigint(20) unsigned NOT NULL,
+  `queue` varchar(100) NOT NULL,
+  `handler` varchar(100) NOT NULL,
+  `payload` mediumblob NOT NULL,
+  `status` enum('ready','scheduled','running','done','dead','cancelled','blocked','waiting') NOT NULL,
+  `priority` smallint(6) NOT NULL DEFAULT 0,
+  `run_at` datetime(6) NOT NULL,
+  `attempts` smallint(5) unsigned NOT NULL DEFAULT 0,
+  `max_attempts` smallint(5) unsigned NOT NULL,
+  `time_limit` int(10) unsigned DEFAULT NULL,
+  `batch_id` bigint(20) unsigned DEFAULT NULL,
+  `worker_id` bigint(20) unsigned DEFAULT NULL,
+  `worker` varchar(255) DEFAULT NULL,
+  `lease_until` datetime(6) DEFAULT NULL,
+  `enqueued_at` datetime(6) NOT NULL,
+  `started_at` datetime(6) DEFAULT NULL,
+  `finished_at` datetime(6) DEFAULT NULL,
+  `dedupe_key` varchar(191) DEFAULT NULL,
+  `last_error` mediumtext DEFAULT NULL,
+  `dedupe_scope` enum('forever','active') NOT NULL DEFAULT 'forever',
+  `ready_queue` varchar(100) DEFAULT NULL,
+  `running_batch` bigint(20) unsigned DEFAULT NULL,
+  `scheduled_at` datetime(6) DEFAULT NULL,
+  `concurrency_key` varchar(191) DEFAULT NULL,
+  `result` mediumblob DEFAULT NULL,
+  `dependents` tinyint(1) DEFAULT NULL,
+  `waiting_for` int(10) unsigned DEFAULT NULL,
+  `snoozes` smallint(5) unsigned NOT NULL DEFAULT 0,
+  `progress` float DEFAULT NULL,
+  `progress_note` varchar(200) DEFAULT NULL,
+  `tags` varchar(700) DEFAULT NULL,
+  `trace_context` varchar(600) DEFAULT NULL,
+  `run_trace_context` varchar(600) DEFAULT NULL,
+  PRIMARY KEY (`id`),
+  KEY `mysqlq_jobs_history_ended` (`status`,`queue`,`finished_at`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 CREATE TABLE `mysqlq_leaders` (
   `role` varchar(50) NOT NULL,
   `worker_id` bigint(20) unsigned DEFAULT NULL,
