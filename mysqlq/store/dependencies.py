@@ -28,10 +28,10 @@ def enqueue_after(cur: Cursor, row: Sequence[Any], parents: Sequence[int], run_a
     Parents that ended dead or cancelled (before this) cancel it at once unless ``run_anyway``; when
     every parent has ended it is inserted ready (or scheduled), else it waits. A taken dedupe key
     returns the existing job's id and changes nothing. InvalidJob names a parent that does not exist.
+    A parent may be live or, ended done, in the history: a done parent is a done parent wherever it is.
     """
     ids = sorted(set(parents))
-    execute_in(cur, "lock_parents", ids)
-    status = {int(job_id): str(state) for job_id, state in cur.fetchall()}
+    status, ended = _lock_parents(cur, ids)
     missing = [job_id for job_id in ids if job_id not in status]
     if missing:
         raise InvalidJob(f"job {missing[0]} to wait for does not exist (never enqueued, or purged)")
@@ -42,7 +42,12 @@ def enqueue_after(cur: Cursor, row: Sequence[Any], parents: Sequence[int], run_a
         if held is not None:
             return int(held[0]), False
     job_id = insert_job(cur, row, renderer)
-    execute_in(cur, "add_dependencies", ids, before=(job_id, run_anyway))
+    moved = set(ended)
+    live = [parent for parent in ids if parent not in moved]
+    if live:
+        execute_in(cur, "add_dependencies", live, before=(job_id, run_anyway))
+    if ended:
+        execute_in(cur, "add_ended_dependencies", ended, before=(job_id, run_anyway))
     failed = [parent for parent in ids if status[parent] in FAILED]
     if failed and not run_anyway:
         _cancel(cur, [job_id], failed[0], status[failed[0]], waiting=False)
@@ -52,6 +57,22 @@ def enqueue_after(cur: Cursor, row: Sequence[Any], parents: Sequence[int], run_a
         execute_in(cur, "flag_parents", pending)
     execute(cur, "set_waiting", {"id": job_id, "pending": len(pending)})
     return job_id, True
+
+
+def _lock_parents(cur: Cursor, ids: list[int]) -> tuple[dict[int, str], list[int]]:
+    """Lock the parents that exist: their statuses (id → status), and which of them are in the
+    history. Live ones first: a parent that ends done without dependents moves into the history in a
+    transaction that locks its live row, so this either locks that row first (the parent stays live;
+    one still to end is then flagged as having a dependent, which keeps it there) or waits for the
+    move to commit and then finds it in the history, done."""
+    execute_in(cur, "lock_parents", ids)
+    status = {int(job_id): str(state) for job_id, state in cur.fetchall()}
+    elsewhere = [job_id for job_id in ids if job_id not in status]
+    if not elsewhere:
+        return status, []
+    execute_in(cur, "lock_ended_parents", elsewhere)
+    ended = {int(job_id): str(state) for job_id, state in cur.fetchall()}
+    return {**status, **ended}, sorted(ended)
 
 
 @dataclass

@@ -3,12 +3,25 @@
 -- transaction that locks it (and then its waiting dependents): the two meet on the parent's row, so
 -- a dependent is either counted as waiting before the parent ends (and released by its end) or
 -- enqueued after it (and sees how it ended). Jobs are always locked parents first, in id order.
+-- Since schema 17 a job that ends done without dependents moves from mysqlq_jobs into
+-- mysqlq_jobs_history (a job id is in exactly one of the two): the statements that look at jobs that
+-- may have ended read both (in one statement, one snapshot), those about jobs that have not ended
+-- (parents still to end, waiting dependents, running jobs) the live table only.
 
 -- ---------------------------------------------------------------- enqueue
 
 -- name: lock_parents
--- The parents a job is enqueued after, locked until the enqueueing transaction ends.
+-- The parents a job is enqueued after that are in the live table, locked until the enqueueing
+-- transaction ends (one that ends meanwhile, and moves, is waited for and then no longer here).
 SELECT id, status FROM mysqlq_jobs WHERE id IN ({ids}) ORDER BY id FOR UPDATE;
+
+-- name: lock_ended_parents
+-- The parents lock_parents did not find that ended done and moved into the history (before it, or
+-- while it waited for their rows): a locking read, which sees the newest committed rows (a plain
+-- read sees the transaction's snapshot, which may be older than the move), shared, so that retention
+-- leaves them until the transaction ends. Only ids missing from the live table are asked for: the
+-- history's gaps are locked only for an id in neither table (refused), not for every live parent.
+SELECT id, status FROM mysqlq_jobs_history WHERE id IN ({ids}) ORDER BY id LOCK IN SHARE MODE;
 
 -- name: lock_dedupe_key
 -- The job holding a dedupe key, locked (with the key's place in the index, when none holds it):
@@ -16,12 +29,19 @@ SELECT id, status FROM mysqlq_jobs WHERE id IN ({ids}) ORDER BY id FOR UPDATE;
 SELECT id FROM mysqlq_jobs WHERE dedupe_key = %(key)s FOR UPDATE;
 
 -- name: add_dependencies
--- Remember which jobs a new job waits for (one row per parent), and whether it runs if one fails.
+-- Remember which jobs a new job waits for (one row per parent), and whether it runs if one fails:
+-- its parents in the live table (locked by lock_parents).
 INSERT INTO mysqlq_dependencies (parent_id, child_id, run_anyway)
 SELECT id, %s, %s FROM mysqlq_jobs WHERE id IN ({ids});
 
+-- name: add_ended_dependencies
+-- add_dependencies for its parents in the history (locked by lock_ended_parents).
+INSERT INTO mysqlq_dependencies (parent_id, child_id, run_anyway)
+SELECT id, %s, %s FROM mysqlq_jobs_history WHERE id IN ({ids});
+
 -- name: flag_parents
--- Parents that have not ended yet now have a dependent: their ends take the releasing path.
+-- Parents that have not ended yet now have a dependent: their ends take the releasing path (and
+-- they stay in the live table).
 UPDATE mysqlq_jobs SET dependents = TRUE WHERE id IN ({ids}) AND dependents IS NULL;
 
 -- name: set_waiting
@@ -120,24 +140,39 @@ UPDATE mysqlq_jobs
 
 -- name: parents_of
 -- A job's parents, in id order, with how they stand and what they returned (purged ones are absent),
--- at most a given number.
-SELECT p.id, p.status, IF(%(results)s, p.result, NULL)
-  FROM mysqlq_dependencies d JOIN mysqlq_jobs p ON p.id = d.parent_id
- WHERE d.child_id = %(id)s ORDER BY p.id LIMIT %(limit)s;
+-- at most a given number: live, or ended done and moved into the history.
+(SELECT p.id, p.status, IF(%(results)s, p.result, NULL)
+   FROM mysqlq_dependencies d JOIN mysqlq_jobs p ON p.id = d.parent_id
+  WHERE d.child_id = %(id)s ORDER BY p.id LIMIT %(limit)s)
+UNION ALL
+(SELECT p.id, p.status, IF(%(results)s, p.result, NULL)
+   FROM mysqlq_dependencies d JOIN mysqlq_jobs_history p ON p.id = d.parent_id
+  WHERE d.child_id = %(id)s ORDER BY p.id LIMIT %(limit)s)
+ORDER BY id LIMIT %(limit)s;
 
 -- name: parents_trace_contexts
 -- The spans a job's parents ran in (mysqlq.core.tracing), or, for a parent that a worker which does
 -- not trace ran (or none did), the span it was enqueued in; each once, with whether it is a run's,
 -- at most a given number: the links of its span when the worker traces.
-SELECT DISTINCT COALESCE(p.run_trace_context, p.trace_context), p.run_trace_context IS NOT NULL
+-- Parents live or in the history (UNION: each context once across both).
+SELECT COALESCE(p.run_trace_context, p.trace_context), p.run_trace_context IS NOT NULL
   FROM mysqlq_dependencies d JOIN mysqlq_jobs p ON p.id = d.parent_id
+ WHERE d.child_id = %(id)s AND (p.run_trace_context IS NOT NULL OR p.trace_context IS NOT NULL)
+UNION
+SELECT COALESCE(p.run_trace_context, p.trace_context), p.run_trace_context IS NOT NULL
+  FROM mysqlq_dependencies d JOIN mysqlq_jobs_history p ON p.id = d.parent_id
  WHERE d.child_id = %(id)s AND (p.run_trace_context IS NOT NULL OR p.trace_context IS NOT NULL)
  LIMIT %(limit)s;
 
 -- name: dependents_list
--- A job's dependents, in id order, and how they stand (at most a page of them).
-SELECT c.id, c.status FROM mysqlq_dependencies d JOIN mysqlq_jobs c ON c.id = d.child_id
- WHERE d.parent_id = %(id)s ORDER BY c.id LIMIT %(limit)s;
+-- A job's dependents, in id order, and how they stand (at most a page of them): live, or ended done
+-- and moved into the history.
+(SELECT c.id, c.status FROM mysqlq_dependencies d JOIN mysqlq_jobs c ON c.id = d.child_id
+  WHERE d.parent_id = %(id)s ORDER BY c.id LIMIT %(limit)s)
+UNION ALL
+(SELECT c.id, c.status FROM mysqlq_dependencies d JOIN mysqlq_jobs_history c ON c.id = d.child_id
+  WHERE d.parent_id = %(id)s ORDER BY c.id LIMIT %(limit)s)
+ORDER BY id LIMIT %(limit)s;
 
 -- name: parents_of_many
 -- The parents of these jobs (a walk of a workflow, by the child's index).
@@ -152,6 +187,9 @@ SELECT DISTINCT child_id FROM mysqlq_dependencies WHERE parent_id IN ({ids});
 SELECT child_id, parent_id FROM mysqlq_dependencies WHERE child_id IN ({ids}) ORDER BY child_id, parent_id;
 
 -- name: delete_dependencies
--- Retention: the pairs of dependents among these ids that were deleted (by the child's index).
-DELETE d FROM mysqlq_dependencies d LEFT JOIN mysqlq_jobs j ON j.id = d.child_id
- WHERE d.child_id IN ({ids}) AND j.id IS NULL;
+-- Retention: the pairs of dependents among these ids that were deleted (by the child's index): in
+-- neither the live table nor the history.
+DELETE d FROM mysqlq_dependencies d
+  LEFT JOIN mysqlq_jobs j ON j.id = d.child_id
+  LEFT JOIN mysqlq_jobs_history h ON h.id = d.child_id
+ WHERE d.child_id IN ({ids}) AND j.id IS NULL AND h.id IS NULL;
