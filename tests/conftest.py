@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any, NoReturn, Protocol, TypeVar
 
 import pytest
+from mysqlq_harness.jobs import every_job
 from mysqlq_harness.lifecycle import child_env
 from mysqlq_harness.mariadb import MariaDBError, PrivateMariaDB, server_greets
 from mysqlq_harness.mysql import PrivateMySQL
@@ -225,7 +226,7 @@ class QueueDB:
 
     def statuses(self) -> dict[str, int]:
         return {status: int(count) for status, count in self.query(
-            "SELECT status, COUNT(*) FROM mysqlq_jobs GROUP BY status")}
+            f"SELECT status, COUNT(*) FROM {every_job('status')} GROUP BY status")}
 
     def settings(self, **changes: Any) -> Any:
         from mysqlq import Dsn, Settings

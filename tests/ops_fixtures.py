@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
+from mysqlq_harness.jobs import EVERY_JOB
+
 from .conftest import QueueDB
 
 COLUMNS = "(queue, handler, payload, status, run_at, max_attempts, attempts, enqueued_at, finished_at, last_error)"
@@ -36,11 +38,11 @@ def plant(qdb: QueueDB, status: str, count: int = 1, *, queue: str = "default", 
 
 
 def status_of(qdb: QueueDB, job_id: int) -> Any:
-    return qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,))
+    return qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (job_id,))
 
 
 def count(qdb: QueueDB, where: str = "TRUE", params: Any = None) -> int:
-    return int(qdb.scalar(f"SELECT COUNT(*) FROM mysqlq_jobs WHERE {where}", params))
+    return int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE {where}", params))
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], fragment: str) -> None:

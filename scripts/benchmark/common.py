@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import MySQLdb
+from mysqlq_harness.jobs import every_job
 from mysqlq_harness.lifecycle import child_env
 from mysqlq_harness.waiting import stop_processes, wait_for
 
@@ -452,7 +453,12 @@ def recorded_latencies(record: pathlib.Path, sent: int, name: str) -> list[float
 
 
 def status_counts(cur: Any) -> dict[str, int]:
-    cur.execute("SELECT status, COUNT(*) FROM mysqlq_jobs GROUP BY status")
+    """Every job's status, live or moved to the history (an older commit's schema, --against, has no
+    history table: its live table then)."""
+    cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
+                " AND TABLE_NAME = 'mysqlq_jobs_history'")
+    jobs = every_job("status") if cur.fetchone()[0] else "mysqlq_jobs"
+    cur.execute(f"SELECT status, COUNT(*) FROM {jobs} GROUP BY status")
     return {str(status): int(count) for status, count in cur.fetchall()}
 
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+from mysqlq_harness.jobs import every_job
+
 import mysqlq
 from benchmark import bare as bench_bare
 from benchmark.common import (
@@ -71,7 +73,8 @@ def warm_mysqlq(bench: Bench, name: str, k: int, n: int) -> tuple[float, float]:
         server_s = cpu_since(server_cpu(bench), server)
     finally:
         workers.stop()
-    cur.execute("SELECT SUM(status = 'done'), UNIX_TIMESTAMP(MAX(finished_at)) FROM mysqlq_jobs")
+    cur.execute("SELECT SUM(status = 'done'), UNIX_TIMESTAMP(MAX(finished_at))"
+                f" FROM {every_job('status, finished_at')}")
     done, last = cur.fetchone()
     conn.close()
     if int(done or 0) != n:

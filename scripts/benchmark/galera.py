@@ -45,6 +45,7 @@ from typing import Any
 
 import MySQLdb
 from mysqlq_harness.galera import PrivateGalera
+from mysqlq_harness.jobs import every_job
 from mysqlq_harness.mariadb import PrivateMariaDB
 from mysqlq_harness.waiting import done_jobs, stop_processes, wait_done, wait_for
 
@@ -144,7 +145,7 @@ class Run:
         return time.perf_counter()
 
     def statuses(self) -> dict[str, int]:
-        self.cur.execute("SELECT CONCAT(status, '/', queue), COUNT(*) FROM mysqlq_jobs GROUP BY 1")
+        self.cur.execute(f"SELECT CONCAT(status, '/', queue), COUNT(*) FROM {every_job('status, queue')} GROUP BY 1")
         return {str(key): int(count) for key, count in self.cur.fetchall()}
 
     def close(self) -> None:
@@ -245,7 +246,8 @@ def drain(tmp: pathlib.Path, port: int, database: str, n: int, dsns: Sequence[st
         wsrep = {name: value - status.get(name, 0.0) for name, value in wsrep_status(cluster_ports).items()}
         # From the first claim to the last completion, by the servers' clocks (one host): the three
         # workers' start-up varies more than the drain itself on a loaded 2-core machine.
-        run.cur.execute("SELECT TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at)) FROM mysqlq_jobs")
+        run.cur.execute("SELECT TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at))"
+                        f" FROM {every_job('started_at, finished_at')}")
         rate = n / (int(run.cur.fetchone()[0]) / 1e6)
         return Drained(rate, conflicts(cluster_ports) - before, server_us, workers_us, wsrep)
     finally:
@@ -300,7 +302,8 @@ def recovery(tmp: pathlib.Path, cluster: PrivateGalera, database: str, n: int) -
             if int(run.cur.fetchone()[0]) < TOP_UP:
                 fill_jobs(run.cur, TOP_UP)
                 run.n += TOP_UP
-            run.cur.execute("SELECT worker FROM mysqlq_jobs WHERE status = 'done' AND finished_at > %s", (killed_at,))
+            run.cur.execute(f"SELECT worker FROM {every_job('status, finished_at, worker')}"
+                            " WHERE status = 'done' AND finished_at > %s", (killed_at,))
             finishers = {row[0] for row in run.cur.fetchall()}
             if finishers:
                 after.setdefault("commits", time.perf_counter() - t0)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
+from mysqlq_harness.jobs import every_job
+
 import mysqlq
 from benchmark.common import MYSQLQ, Bench, Figure, clean_env, dsn_url, emit, note, payload_bytes, timer
 from benchmark.shared import Sizes, drain_mysqlq
@@ -32,7 +34,7 @@ def fill_history(cur: Any, rows: int) -> None:
 
 def purge(bench: Bench, dsn: mysqlq.Dsn, cur: Any) -> tuple[str, int]:
     """Delete every done job: ``mysqlq purge`` when this mysqlq has it, else chunked DELETEs."""
-    cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'")
+    cur.execute(f"SELECT COUNT(*) FROM {every_job('status')} WHERE status = 'done'")
     before = int(cur.fetchone()[0])
     help_text = subprocess.run([MYSQLQ, "purge", "--help"], capture_output=True, text=True, check=False)
     if help_text.returncode == 0 and "--done-older-than" in help_text.stdout:
@@ -43,7 +45,7 @@ def purge(bench: Bench, dsn: mysqlq.Dsn, cur: Any) -> tuple[str, int]:
         while cur.execute("DELETE FROM mysqlq_jobs WHERE status = 'done' LIMIT 10000"):
             pass
         how = "delete-chunks-10000"
-    cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'")
+    cur.execute(f"SELECT COUNT(*) FROM {every_job('status')} WHERE status = 'done'")
     return how, before - int(cur.fetchone()[0])
 
 

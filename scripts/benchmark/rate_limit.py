@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import time
 
+from mysqlq_harness.jobs import every_job
+
 from benchmark.common import Bench, Figure, emit, fill_jobs, median, note, wait_drained
 from benchmark.shared import cpu_since, server_cpu
 
@@ -52,7 +54,8 @@ def drain(bench: Bench, name: str, n: int, handler: str,
         server = cpu_since(server_cpu(bench), server)
     finally:
         workers.stop()
-    cur.execute("SELECT UNIX_TIMESTAMP(started_at), payload FROM mysqlq_jobs WHERE status = 'done'"
+    cur.execute(f"SELECT UNIX_TIMESTAMP(started_at), payload FROM {every_job('status, started_at, payload')}"
+                " WHERE status = 'done'"
                 " ORDER BY started_at")
     times = [(float(started), bytes(payload)) for started, payload in cur.fetchall()]
     conn.close()

@@ -13,6 +13,7 @@ import signal
 import time
 from typing import Any
 
+from mysqlq_harness.jobs import EVERY_JOB, every_job
 from mysqlq_harness.waiting import TimedOut, wait_done, wait_for
 
 import mysqlq
@@ -69,7 +70,7 @@ def recovery_run(bench: Bench, sizes: Sizes, check: bool, options: list[str], be
             note(f"W6 {name} round {index + 1}/{len(rounds)}: kill -9 the {victim_kind} worker holding a claim")
             base = index * n
             t0 = time.time()
-            cur.execute("SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs")
+            cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {every_job('id')}")
             since = int(cur.fetchone()[0])
             fill_jobs(cur, n, "bench.latency",
                       [json.dumps({"t": t0 - (base + i) * STRIDE}).encode() for i in range(n)])
@@ -80,8 +81,8 @@ def recovery_run(bench: Bench, sizes: Sizes, check: bool, options: list[str], be
             held_list = sorted(held)
             reclaimed, done = rerun_times(cur, workers, name, victim, held_list, killed_at)
             wait_drained(cur, workers, timeout=120)
-            cur.execute("SELECT COUNT(*), SUM(status = 'done'), SUM(attempts > 1) FROM mysqlq_jobs WHERE id > %s",
-                        (since,))
+            cur.execute("SELECT COUNT(*), SUM(status = 'done'), SUM(attempts > 1)"
+                        f" FROM {every_job('id, status, attempts')} WHERE id > %s", (since,))
             total, ok, again = (int(x or 0) for x in cur.fetchone())
             runs = executions(record, base, n)
             figures[victim_kind].add(recovery_s=reclaimed or 0.0, done_s=done, held=len(held_list),
@@ -104,7 +105,7 @@ def rerun_times(cur: Any, workers: Workers, name: str, victim: str, held: list[i
     moments: dict[str, float] = {}
 
     def re_run() -> bool:
-        cur.execute(f"SELECT SUM(worker <> %s), SUM(status = 'done' AND worker <> %s) FROM mysqlq_jobs"
+        cur.execute(f"SELECT SUM(worker <> %s), SUM(status = 'done' AND worker <> %s) FROM {EVERY_JOB}"
                     f" WHERE id IN ({marks})", (victim, victim, *held))
         moved, finished = (int(x or 0) for x in cur.fetchone())
         now = time.perf_counter()
@@ -129,7 +130,7 @@ def explain_stuck(cur: Any, workers: Workers, victim: str, held: list[int]) -> N
     note("\n".join([f"# {workers.log.name}, all but routine lines:",
                     *[line for line in lines if not any(r in line for r in routine)]]))
     marks = ", ".join(["%s"] * len(held))
-    cur.execute(f"SELECT id, status, worker, worker_id, batch_id, attempts, lease_until FROM mysqlq_jobs"
+    cur.execute(f"SELECT id, status, worker, worker_id, batch_id, attempts, lease_until FROM {EVERY_JOB}"
                 f" WHERE id IN ({marks}) LIMIT 5", tuple(held))
     note(f"# held jobs now: {cur.fetchall()}")
     cur.execute("SELECT id, name, pid, connection_id, heartbeat_at FROM mysqlq_workers")

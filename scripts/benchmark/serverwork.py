@@ -35,6 +35,7 @@ from typing import Any
 
 import MySQLdb
 from MySQLdb.constants import CLIENT
+from mysqlq_harness.jobs import every_job
 
 import mysqlq
 from benchmark import bare as bench_bare
@@ -256,7 +257,7 @@ class Probe:
             cur.execute("SELECT COUNT(*) FROM job_queue WHERE status = 2")
             found: Any = int(cur.fetchone()[0])
         else:
-            cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'")
+            cur.execute(f"SELECT COUNT(*) FROM {every_job('status')} WHERE status = 'done'")
             found = int(cur.fetchone()[0])
             if found != n:
                 found = status_counts(cur)

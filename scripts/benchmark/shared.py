@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mysqlq_harness.jobs import every_job
 from mysqlq_harness.waiting import wait_for
 
 import mysqlq
@@ -117,7 +118,7 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     conn = bench.connect(dsn)
     cur = conn.cursor()
     cur.execute("SET time_zone = '+00:00'")  # mysqlq stores UTC
-    cur.execute("SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs")
+    cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {every_job('id')}")
     since = int(cur.fetchone()[0])
     fill_jobs(cur, n)
     if after_fill is not None:
@@ -135,7 +136,7 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
         workers.stop()
     cpu = children_cpu() - cpu
     if not history:
-        cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE id > %s", (since,))
+        cur.execute(f"SELECT COUNT(*) FROM {every_job('id')} WHERE id > %s", (since,))
         left = int(cur.fetchone()[0])
         if left:
             raise RuntimeError(f"{name}: expected every job deleted as it completed, found {status_counts(cur)}")
@@ -146,7 +147,8 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
             workers.log.unlink(missing_ok=True)
         return Drain(n, ended - started, ended - started, 0.0, cpu, server)
     cur.execute("SELECT COUNT(*), UNIX_TIMESTAMP(MIN(started_at)), UNIX_TIMESTAMP(MAX(finished_at)),"
-                " SUM(status = 'done') FROM mysqlq_jobs WHERE id > %s", (since,))
+                f" SUM(status = 'done') FROM {every_job('id, status, started_at, finished_at')} WHERE id > %s",
+                (since,))
     count, first, last, done = cur.fetchone()
     if int(done or 0) != n or int(count) != n:
         raise RuntimeError(f"{name}: expected {n} done jobs, found {status_counts(cur)}")
@@ -197,7 +199,7 @@ def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = DEFAULTS.ba
         raise RuntimeError(f"{name}: a bare drainer failed")
     results = [json.loads(out) for out in outputs]
     jobs = sum(r["jobs"] for r in results)
-    cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'" if ceiling
+    cur.execute(f"SELECT COUNT(*) FROM {every_job('status')} WHERE status = 'done'" if ceiling
                 else "SELECT COUNT(*) FROM job_queue WHERE status = 2")
     if jobs != n or int(cur.fetchone()[0]) != n:
         raise RuntimeError(f"{name}: the bare loop did {jobs} of {n} jobs")
@@ -285,11 +287,12 @@ def drain_waiting(bench: Bench, name: str, k: int, jobs: Sequence[bytes], handle
     finally:
         workers.stop()
     cur.execute("SELECT COUNT(*), SUM(status = 'done'),"
-                " TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at)) FROM mysqlq_jobs")
+                " TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at))"
+                f" FROM {every_job('status, started_at, finished_at')}")
     count, done, span_us = cur.fetchone()
     if int(count) != len(jobs) or int(done or 0) != len(jobs):
         raise RuntimeError(f"{name}: expected {len(jobs)} done jobs, found {status_counts(cur)}")
-    cur.execute("SELECT worker, COUNT(*) FROM mysqlq_jobs GROUP BY worker")
+    cur.execute(f"SELECT worker, COUNT(*) FROM {every_job('worker')} GROUP BY worker")
     per_worker = {str(worker): int(n) for worker, n in cur.fetchall()}
     conn.close()
     bench.drop(dsn.database)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 
+from mysqlq_harness.jobs import every_job
+
 import mysqlq
 from benchmark.common import Bench, Figure, emit, note, payload, wait_drained
 from benchmark.shared import Sizes, cpu_since, server_cpu
@@ -64,7 +66,7 @@ def _life(bench: Bench, name: str, n: int, bulk: bool, history: bool) -> dict[st
     finally:
         workers.stop()
     drain = _settled(bench, before)
-    cur.execute("SELECT COUNT(*) FROM mysqlq_jobs")
+    cur.execute(f"SELECT COUNT(*) FROM {every_job('id')}")
     left = int(cur.fetchone()[0])
     if left != (n if history else 0):
         raise RuntimeError(f"{name}: {left} jobs left of {n} (history {'kept' if history else 'off'})")

@@ -12,6 +12,8 @@ import itertools
 import time
 from typing import Any
 
+from mysqlq_harness.jobs import EVERY_JOB, every_job
+
 import mysqlq
 from benchmark.common import (
     Bench,
@@ -82,7 +84,7 @@ def _plain(bench: Bench, name: str, n: int) -> float:
 
 def _rate(cur: Any, where: str) -> float:
     cur.execute("SELECT COUNT(*), TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at))"
-                f" FROM mysqlq_jobs WHERE {where}")
+                f" FROM {every_job('id, started_at, finished_at')} WHERE {where}")
     count, span_us = cur.fetchone()
     return int(count) / (int(span_us) / 1e6)
 
@@ -103,8 +105,8 @@ def _group(bench: Bench, name: str, n: int) -> tuple[float, float, float]:
     if done != n + 1:
         raise RuntimeError(f"{name}: expected {n + 1} done jobs, found {status_counts(cur)}")
     rate = _rate(cur, f"id <> {int(group.callback)}")
-    cur.execute("SELECT TIMESTAMPDIFF(MICROSECOND, (SELECT MAX(finished_at) FROM mysqlq_jobs WHERE id <> %s),"
-                " started_at) FROM mysqlq_jobs WHERE id = %s", (group.callback, group.callback))
+    cur.execute(f"SELECT TIMESTAMPDIFF(MICROSECOND, (SELECT MAX(finished_at) FROM {every_job('id, finished_at')}"
+                f" WHERE id <> %s), started_at) FROM {EVERY_JOB} WHERE id = %s", (group.callback, group.callback))
     callback_ms = int(cur.fetchone()[0]) / 1000
     _finish(bench, dsn, conn, workers)
     return rate, callback_ms, enqueue_s
@@ -119,7 +121,7 @@ def _chain(bench: Bench, name: str, steps: int) -> list[float]:
         wait_drained(cur, workers, timeout=120.0)
     finally:
         workers.stop()
-    cur.execute("SELECT id, started_at, finished_at FROM mysqlq_jobs ORDER BY id")
+    cur.execute(f"SELECT id, started_at, finished_at FROM {every_job('id, started_at, finished_at')} ORDER BY id")
     rows = {int(job_id): (started, finished) for job_id, started, finished in cur.fetchall()}
     _finish(bench, dsn, conn, workers)
     return [(rows[b][0] - rows[a][1]).total_seconds() * 1000 for a, b in itertools.pairwise(ids)]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.lifecycle import child_env
 from mysqlq_harness.waiting import stop_processes, wait_for
 
@@ -77,7 +78,7 @@ def jobs_count() -> int:
     from django.db import connection
 
     with connection.cursor() as cur:
-        cur.execute("SELECT COUNT(*) FROM mysqlq_jobs")
+        cur.execute(f"SELECT COUNT(*) FROM {EVERY_JOB}")
         return int(cur.fetchone()[0])
 
 

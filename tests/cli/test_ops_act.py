@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from ..conftest import QueueDB
 from ..ops_fixtures import assert_one_line_error, count, plant, status_of
@@ -17,7 +18,7 @@ def test_retry_brings_a_dead_job_back_with_a_fresh_set_of_attempts(qdb: QueueDB)
     assert (status, attempts, finished) == ("ready", 0, None)
     assert error == "RuntimeError: db down"  # kept for the record until the next failure replaces it
     qdb.worker("--burst").wait(timeout=60)
-    assert qdb.query("SELECT status, attempts FROM mysqlq_jobs WHERE id = %s", (job_id,))[0] == ("done", 1)
+    assert qdb.query(f"SELECT status, attempts FROM {EVERY_JOB} WHERE id = %s", (job_id,))[0] == ("done", 1)
     assert [line[:3] for line in qdb.records()] == [[str(job_id), "1", "default"]]
 
 

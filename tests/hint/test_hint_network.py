@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from mysqlq_harness import netns as netns_hosts
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.lifecycle import child_env
 from mysqlq_harness.mariadb import PrivateMariaDB
 from mysqlq_harness.waiting import stop_processes, wait_for
@@ -175,7 +176,7 @@ def start_workers(site: Site, *names: str) -> dict[str, tuple[str | None, bytes 
 def started_before_a_second_poll(site: Site, registry: dict[str, tuple[str | None, bytes | None, Any]]) -> None:
     """Every job started less than POLL seconds after its worker started (server time): the first poll,
     at start, found nothing, and the second is POLL seconds away, so a hint started each one."""
-    rows = site.query("SELECT id, worker, started_at FROM mysqlq_jobs WHERE status = 'done'")
+    rows = site.query(f"SELECT id, worker, started_at FROM {EVERY_JOB} WHERE status = 'done'")
     assert rows
     for job_id, worker, started in rows:
         since = (started - registry[worker][2]).total_seconds()

@@ -10,6 +10,7 @@ import re
 import signal
 import time
 
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.waiting import wait_for
 
 from mysqlq import Job
@@ -144,8 +145,8 @@ def test_each_worker_is_judged_by_its_own_lease(qdb: QueueDB) -> None:
     assert "reaper.reaped" not in logs
     assert "job.claim_lost" not in logs and "worker.registration_lost" not in logs
     assert leader_name(qdb) == "quick"
-    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'") > 10
-    assert qdb.scalar("SELECT MAX(attempts) FROM mysqlq_jobs") == 1
+    assert qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE status = 'done'") > 10
+    assert qdb.scalar(f"SELECT MAX(attempts) FROM {EVERY_JOB}") == 1
 
 
 def test_a_second_live_worker_with_the_same_name_is_refused_and_takes_nothing(qdb: QueueDB) -> None:
@@ -157,7 +158,7 @@ def test_a_second_live_worker_with_the_same_name_is_refused_and_takes_nothing(qd
     assert second.wait(timeout=30) == 1
     assert "a worker named '1' is already running" in log_of(qdb, 1)
     assert len(log_of(qdb, 1).strip().splitlines()) == 1
-    qdb.wait_for(lambda: qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,)) == "done",
+    qdb.wait_for(lambda: qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (job_id,)) == "done",
                  timeout=30, what="the first worker to finish its job")
     assert first.poll() is None
     assert [r[2] for r in qdb.records()] == ["start", "end"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+from mysqlq_harness.jobs import EVERY_JOB
 
 from mysqlq.leader.schedule_file import Entry, parse
 from mysqlq.leader.scheduler import IDLE, Scheduler
@@ -36,7 +37,7 @@ def scheduler(qdb: QueueDB, *entries: Entry) -> Scheduler:
 def ticks(qdb: QueueDB, name: str) -> list[datetime]:
     """The tick of every job an entry enqueued, read back from its dedupe key, in order."""
     prefix = f"mysqlq:schedule:{name}:"
-    keys = [row[0] for row in qdb.query("SELECT dedupe_key FROM mysqlq_jobs WHERE dedupe_key LIKE %s ORDER BY id",
+    keys = [row[0] for row in qdb.query(f"SELECT dedupe_key FROM {EVERY_JOB} WHERE dedupe_key LIKE %s ORDER BY id",
                                         (prefix + "%",))]
     return [datetime.strptime(key[len(prefix):], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) for key in keys]
 
@@ -162,7 +163,7 @@ def test_workers_enqueue_an_every_second_entry_once_per_tick(qdb: QueueDB) -> No
     assert all(timedelta(seconds=1) <= gap <= timedelta(seconds=2) for gap in gaps), gaps  # no gap beyond one tick
     # About one job a second, not one per worker: the span of the ticks accounts for every job.
     assert len(found) <= (found[-1] - found[0]).total_seconds() + 1
-    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'") >= 1
+    assert qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE status = 'done'") >= 1
     assert "schedule.enqueued" in qdb.logs()
 
 

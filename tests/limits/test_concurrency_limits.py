@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 import mysqlq
 from mysqlq import InvalidJob, Job
@@ -63,7 +64,7 @@ def test_ten_jobs_of_one_key_with_limit_one_on_three_workers_never_overlap(qdb: 
     assert "job.blocked" in qdb.logs()  # claimed while the slot was taken: set aside, not run
     # Blocked jobs got their claimed attempt back: each job ran on its first attempt.
     assert {r[3] for r in started(qdb)} == {"1"}
-    assert qdb.query("SELECT DISTINCT attempts FROM mysqlq_jobs") == [(1,)]
+    assert qdb.query(f"SELECT DISTINCT attempts FROM {EVERY_JOB}") == [(1,)]
     # Nothing is kept for a key no job uses (a slot goes back just after its job's outcome is written).
     qdb.wait_for(lambda: semaphore_rows(qdb) == (0, 0, 0), what="every slot given back")
 
@@ -89,7 +90,7 @@ def test_keys_are_independent_and_jobs_without_a_key_are_not_limited(qdb: QueueD
     assert widest_overlap(limited_spans(qdb, b)) == 1
     assert widest_overlap(limited_spans(qdb, a | b)) == 2  # two keys: two at once
     assert widest_overlap(limited_spans(qdb, free)) >= 3  # no key: as many as there are slots
-    rows = qdb.query("SELECT concurrency_key, COUNT(*) FROM mysqlq_jobs GROUP BY concurrency_key ORDER BY 1")
+    rows = qdb.query(f"SELECT concurrency_key, COUNT(*) FROM {EVERY_JOB} GROUP BY concurrency_key ORDER BY 1")
     assert rows == [(None, 6), ("a", 4), ("b", 4)]
 
 
@@ -126,9 +127,9 @@ def test_a_killed_worker_holding_the_slot_frees_it_when_reaped(qdb: QueueDB, max
     qdb.wait_for(lambda: qdb.statuses().get("blocked") == 5, what="the others to wait for the slot")
     assert not limited_spans(qdb)
     os.kill(int(started(qdb)[0][2]), signal.SIGKILL)  # the worker running the holder
-    qdb.wait_for(lambda: all(qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (i,)) == "done"
+    qdb.wait_for(lambda: all(qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (i,)) == "done"
                              for i in rest), timeout=60, what="every other job of the key to finish")
-    status, attempts = qdb.query("SELECT status, attempts FROM mysqlq_jobs WHERE id = %s", (holder,))[0]
+    status, attempts = qdb.query(f"SELECT status, attempts FROM {EVERY_JOB} WHERE id = %s", (holder,))[0]
     if max_attempts == 5:
         assert (status, attempts) == ("done", 2)
     else:
@@ -149,7 +150,7 @@ def test_a_transactional_handler_with_a_limit_commits_and_hands_on_its_slot(qdb:
     assert widest_overlap(limited_spans(qdb)) == 1
     # The failing job's effects rolled back with it; each other job's effect committed once.
     assert sorted(row[0] for row in qdb.query("SELECT job_id FROM test_effects")) == sorted(ok)
-    assert qdb.scalar("SELECT attempts FROM mysqlq_jobs WHERE id = %s", (failing,)) == 2  # retried once
+    assert qdb.scalar(f"SELECT attempts FROM {EVERY_JOB} WHERE id = %s", (failing,)) == 2  # retried once
     # A slot is given back just after its job's outcome is written: wait for the last one.
     qdb.wait_for(lambda: semaphore_rows(qdb) == (0, 0, 0), what="every slot given back")
 

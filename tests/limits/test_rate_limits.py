@@ -13,6 +13,7 @@ import json
 import time
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 import mysqlq
 from mysqlq import Job
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.slow
 def starts(qdb: QueueDB, handler: str | None = None) -> dict[str, list[datetime.datetime]]:
     """Start times by bucket key (the payload's "key", or "" for none), in order."""
     where = "WHERE status = 'done'" + (" AND handler = %s" if handler else "")
-    rows = qdb.query(f"SELECT payload, started_at FROM mysqlq_jobs {where} ORDER BY started_at",
+    rows = qdb.query(f"SELECT payload, started_at FROM {EVERY_JOB} {where} ORDER BY started_at",
                      (handler,) if handler else None)
     found: dict[str, list[datetime.datetime]] = collections.defaultdict(list)
     for payload, started in rows:
@@ -64,7 +65,7 @@ def test_four_workers_hold_one_key_to_50_a_second_and_reach_it(qdb: QueueDB) -> 
     assert most_in_a_window(times, 1.0) <= 50
     rate = (jobs - 50) / (times[-1] - times[49]).total_seconds()  # past the first second's burst
     assert rate >= 0.9 * 50, rate
-    assert qdb.scalar("SELECT MAX(attempts) FROM mysqlq_jobs") == 1  # waiting spent no attempt
+    assert qdb.scalar(f"SELECT MAX(attempts) FROM {EVERY_JOB}") == 1  # waiting spent no attempt
     assert "job.rate_limited" in qdb.logs()
 
 
@@ -134,7 +135,7 @@ def test_one_worker_starts_a_keys_jobs_in_order_of_id(qdb: QueueDB) -> None:
         ids = [producer.enqueue("test.rated_key", {"key": "one"}) for _ in range(15)]
     qdb.worker("--concurrency", "1")
     qdb.wait_done(15, timeout=60)
-    rows = qdb.query("SELECT id FROM mysqlq_jobs ORDER BY started_at, id")
+    rows = qdb.query(f"SELECT id FROM {EVERY_JOB} ORDER BY started_at, id")
     assert [row[0] for row in rows] == ids
 
 
@@ -145,13 +146,13 @@ def test_jobs_set_aside_together_start_in_order_of_id_within_each_key(qdb: Queue
         ids = [producer.enqueue("test.rated_key", {"key": f"k{n % 3}"}) for n in range(36)]
     qdb.worker()  # default slots: claims of several jobs
     qdb.wait_done(36, timeout=60)
-    rows = qdb.query("SELECT id, payload FROM mysqlq_jobs ORDER BY started_at, id")
+    rows = qdb.query(f"SELECT id, payload FROM {EVERY_JOB} ORDER BY started_at, id")
     for key in ("k0", "k1", "k2"):
         started = [job_id for job_id, payload in rows if _field(payload, "key") == key]
         assert started == [job_id for n, job_id in enumerate(ids) if f"k{n % 3}" == key]
     for times in starts(qdb).values():
         assert most_in_a_window(times, 1.0) == 5
-    assert qdb.scalar("SELECT MAX(attempts) FROM mysqlq_jobs") == 1
+    assert qdb.scalar(f"SELECT MAX(attempts) FROM {EVERY_JOB}") == 1
 
 
 def test_the_limit_holds_through_a_kill_and_a_database_restart(qdb: QueueDB) -> None:
@@ -181,7 +182,7 @@ def test_operators_set_lift_and_reset_limits_at_run_time(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.record") for _ in range(20)])
     qdb.wait_done(20, timeout=60)
-    times = [row[0] for row in qdb.query("SELECT started_at FROM mysqlq_jobs ORDER BY started_at")]
+    times = [row[0] for row in qdb.query(f"SELECT started_at FROM {EVERY_JOB} ORDER BY started_at")]
     assert most_in_a_window(times, 1.0) == 5
     listing = qdb.cli("limits", check=True).stdout
     assert "set by an operator: handler test.record: 5/s" in listing and "handler:test.record" in listing
@@ -190,7 +191,7 @@ def test_operators_set_lift_and_reset_limits_at_run_time(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.rated") for _ in range(120)])
     qdb.wait_done(140, timeout=60)
-    rated = [row[0] for row in qdb.query("SELECT started_at FROM mysqlq_jobs WHERE handler = 'test.rated' "
+    rated = [row[0] for row in qdb.query(f"SELECT started_at FROM {EVERY_JOB} WHERE handler = 'test.rated' "
                                          "ORDER BY started_at")]
     assert most_in_a_window(rated, 1.0) > 50  # lifted: a hundred and twenty at once
     # A queue's limit applies to its jobs whose handler has none: test.record's, once reset.
@@ -200,7 +201,7 @@ def test_operators_set_lift_and_reset_limits_at_run_time(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.record", {"tag": "q"}) for _ in range(6)])
     qdb.wait_done(146, timeout=60)
-    queue_times = [started for payload, started in qdb.query("SELECT payload, started_at FROM mysqlq_jobs "
+    queue_times = [started for payload, started in qdb.query(f"SELECT payload, started_at FROM {EVERY_JOB} "
                                                              "ORDER BY started_at") if _field(payload, "tag") == "q"]
     assert most_in_a_window(queue_times, 1.0) == 2
 
@@ -292,8 +293,8 @@ def test_a_worker_gives_back_the_jobs_it_could_not_start_in_time_uncounted(qdb: 
     qdb.wait_done(jobs, timeout=60)
     assert "job.rate_late" in qdb.logs()
     assert sorted(qdb.query("SELECT job_id, started_at FROM mysqlq_rate_starts")) == sorted(
-        qdb.query("SELECT id, started_at FROM mysqlq_jobs"))
-    assert qdb.scalar("SELECT MAX(attempts) FROM mysqlq_jobs") == 1
+        qdb.query(f"SELECT id, started_at FROM {EVERY_JOB}"))
+    assert qdb.scalar(f"SELECT MAX(attempts) FROM {EVERY_JOB}") == 1
 
 
 def test_a_claim_that_admits_holds_none_and_a_job_given_back_late_comes_back_first(qdb: QueueDB) -> None:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from mysqlq import InvalidJob, Job, enqueue_on
 from mysqlq.store import claims, workers
@@ -38,7 +39,7 @@ def test_active_refuses_while_ready_or_running_and_accepts_once_done(qdb: QueueD
         assert run_store(qdb, lambda cur: claims.complete_one(cur, 7, first)) == 1
         second = producer.enqueue("test.record", {"n": 4}, dedupe_key="sync-7", dedupe_scope="active")
     assert second != first
-    assert qdb.query("SELECT id, status, dedupe_key, payload FROM mysqlq_jobs ORDER BY id") == [
+    assert qdb.query(f"SELECT id, status, dedupe_key, payload FROM {EVERY_JOB} ORDER BY id") == [
         (first, "done", None, b'{"n":1}'), (second, "ready", "sync-7", b'{"n":4}')]
 
 
@@ -49,7 +50,7 @@ def test_forever_keeps_refusing_after_the_job_is_done(qdb: QueueDB) -> None:
         assert run_store(qdb, lambda cur: claims.complete_batch(cur, 7)) == 1
         assert producer.enqueue("test.record", dedupe_key="invoice-7") == first
         assert producer.enqueue("test.record", dedupe_key="invoice-7", dedupe_scope="forever") == first
-    assert qdb.query("SELECT status, dedupe_key, dedupe_scope FROM mysqlq_jobs") == [("done", "invoice-7", "forever")]
+    assert qdb.query(f"SELECT status, dedupe_key, dedupe_scope FROM {EVERY_JOB}") == [("done", "invoice-7", "forever")]
 
 
 def test_every_way_a_job_ends_frees_an_active_key(qdb: QueueDB) -> None:
@@ -66,10 +67,10 @@ def test_every_way_a_job_ends_frees_an_active_key(qdb: QueueDB) -> None:
         assert run_store(qdb, lambda cur: workers.reap(cur, [4], False)) == 1
         ids["cancelled"] = producer.enqueue("test.record", dedupe_key="cancelled", dedupe_scope="active", delay=60)
         qdb.cli("cancel", str(ids["cancelled"]), check=True)
-        assert dict(qdb.query("SELECT id, status FROM mysqlq_jobs")) == {
+        assert dict(qdb.query(f"SELECT id, status FROM {EVERY_JOB}")) == {
             ids["batch"]: "done", ids["listed"]: "done", ids["buried"]: "dead", ids["reaped"]: "dead",
             ids["cancelled"]: "cancelled"}
-        assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE dedupe_key IS NOT NULL") == 0
+        assert qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE dedupe_key IS NOT NULL") == 0
         again = {key: producer.enqueue("test.record", dedupe_key=key, dedupe_scope="active") for key in ids}
     assert not set(again.values()) & set(ids.values())
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'ready' AND dedupe_key IS NOT NULL") == 5
@@ -100,7 +101,7 @@ def test_a_worker_frees_active_keys_of_the_jobs_it_finishes(qdb: QueueDB) -> Non
                                  Job("test.record", dedupe_key="kept")])
     proc = qdb.worker("--burst")
     assert proc.wait(timeout=60) == 0, qdb.logs()
-    assert qdb.query("SELECT status, dedupe_key FROM mysqlq_jobs ORDER BY id") == [
+    assert qdb.query(f"SELECT status, dedupe_key FROM {EVERY_JOB} ORDER BY id") == [
         ("done", None), ("done", None), ("done", None), ("dead", None), ("done", "kept")]
 
 

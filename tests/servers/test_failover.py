@@ -6,6 +6,7 @@ import socket
 import urllib.parse
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from mysqlq import DatabaseUnavailable, Dsn, Producer, Settings
 from mysqlq.store.db import Database, connect
@@ -56,7 +57,7 @@ def test_a_worker_on_a_multi_host_dsn_runs_jobs(qdb: QueueDB) -> None:
         ids = [producer.enqueue("test.record") for _ in range(5)]
     env = qdb.env(MYSQLQ_DSN=f"mysql://root@{','.join(f'{h}:{p}' for h, p in dsn.addresses)}/{qdb.name}")
     assert qdb.worker("--burst", env=env).wait(timeout=60) == 0
-    assert qdb.query(f"SELECT DISTINCT status FROM mysqlq_jobs WHERE id IN ({','.join(map(str, ids))})") == [("done",)]
+    assert qdb.query(f"SELECT DISTINCT status FROM {EVERY_JOB} WHERE id IN ({','.join(map(str, ids))})") == [("done",)]
 
 
 def test_a_retried_unit_of_work_reconnects_through_the_host_list(qdb: QueueDB) -> None:

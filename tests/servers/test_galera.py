@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from mysqlq_harness.galera import PrivateGalera
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.lifecycle import child_env
 from mysqlq_harness.waiting import stop_processes, wait_done
 
@@ -191,9 +192,9 @@ def test_workflows_released_across_nodes(cluster: PrivateGalera, database: str, 
     records = (tmp_path / "record.txt").read_text().split("\n")
     assert [line for line in records if " early " in line] == []
     for callback, members in groups:
-        result = json.loads(str(scalar(dsn, f"SELECT CAST(result AS CHAR) FROM mysqlq_jobs WHERE id = {callback}")))
+        result = json.loads(str(scalar(dsn, f"SELECT CAST(result AS CHAR) FROM {EVERY_JOB} WHERE id = {callback}")))
         assert result == {"ids": members, "results": list(range(10)), "statuses": ["done"]}
     for chain in chains:
-        tags = json.loads(str(scalar(dsn, f"SELECT CAST(result AS CHAR) FROM mysqlq_jobs WHERE id = {chain[-1]}")))
+        tags = json.loads(str(scalar(dsn, f"SELECT CAST(result AS CHAR) FROM {EVERY_JOB} WHERE id = {chain[-1]}")))
         assert len(tags) == 4 and len({tag.rsplit(".", 1)[0] for tag in tags}) == 1
     assert all(proc.poll() is None for proc in workers.procs), "a worker exited"

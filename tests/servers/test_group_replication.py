@@ -28,6 +28,7 @@ from collections.abc import Iterator
 
 import pytest
 from mysqlq_harness.group_replication import PrivateGroup
+from mysqlq_harness.jobs import EVERY_JOB, every_job
 from mysqlq_harness.lifecycle import child_env
 from mysqlq_harness.waiting import stop_processes, wait_done, wait_for
 
@@ -99,7 +100,7 @@ def test_a_drain_survives_a_member_killed_and_a_primary_switch(group: PrivateGro
         logs = "\n".join(p.read_text(errors="replace") for p in sorted(tmp_path.glob("worker-*.log")))
         dsn = member_dsn(group, database, group.primary())
         # The jobs the leader gave back: the reap writes their last error, which their completion keeps.
-        reaped = query_once(connect(Dsn.parse(dsn)), "SELECT id, handler, attempts, last_error FROM mysqlq_jobs "
+        reaped = query_once(connect(Dsn.parse(dsn)), f"SELECT id, handler, attempts, last_error FROM {EVERY_JOB} "
                             "WHERE last_error LIKE 'worker % was lost while running attempt %' ORDER BY id")
         seen = f"reaped jobs (id, handler, attempts, last error): {reaped}\n{_around(logs, _LAPSE_SIGNS)}"
         assert scalar(dsn, "SELECT COUNT(*) FROM mysqlq_jobs WHERE status <> 'done'") == 0, seen
@@ -121,7 +122,7 @@ def _done(group: PrivateGroup, database: str) -> int:
     for member in group.members:
         if member.running:
             try:
-                rows = member.query(f"SELECT COUNT(*) FROM `{database}`.mysqlq_jobs WHERE status = 'done'")
+                rows = member.query(f"SELECT COUNT(*) FROM {every_job('status', database)} WHERE status = 'done'")
                 return int(rows[0][0])
             except Exception:  # a member restarting: ask the next
                 continue

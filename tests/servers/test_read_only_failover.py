@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import every_job
 from mysqlq_harness.mariadb import PrivateMariaDB
 
 from mysqlq import DatabaseUnavailable, Dsn, Producer, Settings
@@ -46,7 +47,7 @@ class Pair:
         self.admin(index, f"SET GLOBAL read_only = {'ON' if on else 'OFF'}")
 
     def jobs(self, index: int) -> dict[int, str]:
-        rows = self.admin(index, f"SELECT id, status FROM {self.database}.mysqlq_jobs")
+        rows = self.admin(index, f"SELECT id, status FROM {every_job(database=self.database)}")
         return {int(job_id): str(status) for job_id, status in rows}
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import MySQLdb
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 import mysqlq
 from mysqlq import Dsn, Job, Settings
@@ -63,7 +64,7 @@ def refused(dsn: str, statement: str) -> int:
 
 
 def status(qdb: QueueDB, job_id: int) -> tuple[str, int]:
-    row = qdb.query("SELECT status, attempts FROM mysqlq_jobs WHERE id = %s", (job_id,))[0]
+    row = qdb.query(f"SELECT status, attempts FROM {EVERY_JOB} WHERE id = %s", (job_id,))[0]
     return str(row[0]), int(row[1])
 
 
@@ -208,11 +209,11 @@ def test_workers_with_their_grants_run_every_path_and_the_reaper(qdb: QueueDB, t
         done = [*held, long, plain, flaky, effect, echo, delayed, *limited, *rated, *chain, *group.members,
                 group.callback]
         marks = ",".join(map(str, done))
-        qdb.wait_for(lambda: qdb.scalar(f"SELECT COUNT(*) FROM mysqlq_jobs WHERE id IN ({marks}) AND status = 'done'")
+        qdb.wait_for(lambda: qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE id IN ({marks}) AND status = 'done'")
                      == len(done) and status(qdb, dead)[0] == "dead", timeout=60, what="every job to end")
-        qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE queue = 'ticks' AND status = 'done'"),
+        qdb.wait_for(lambda: qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE queue = 'ticks' AND status = 'done'"),
                      what="a scheduled tick to run")
-        qdb.wait_for(lambda: qdb.scalar(f"SELECT COUNT(*) FROM mysqlq_jobs WHERE id IN ({','.join(map(str, old))})")
+        qdb.wait_for(lambda: qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE id IN ({','.join(map(str, old))})")
                      == 0, what="retention to delete the old jobs")
         qdb.wait_for(lambda: status(qdb, cancelled)[0] == "cancelled", what="the running job to be cancelled")
         qdb.stop_workers()  # SIGTERM: each leaves the registry and hands leadership on
@@ -223,7 +224,7 @@ def test_workers_with_their_grants_run_every_path_and_the_reaper(qdb: QueueDB, t
     assert status(qdb, long) == ("done", 1)  # the live worker of the same account was seen, not reaped
     assert status(qdb, flaky) == ("done", 2) and status(qdb, dead) == ("dead", 2)
     assert qdb.scalar("SELECT COUNT(*) FROM test_effects WHERE job_id = %s", (effect,)) == 1
-    assert json.loads(qdb.scalar("SELECT result FROM mysqlq_jobs WHERE id = %s", (echo,))) == {"answer": 42}
+    assert json.loads(qdb.scalar(f"SELECT result FROM {EVERY_JOB} WHERE id = %s", (echo,))) == {"answer": 42}
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers") == 0
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags WHERE tag = 'tick'") >= 1  # the schedule's tags
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags WHERE tag = 'old'") == 0  # deleted with their jobs
@@ -300,7 +301,7 @@ def test_operators_with_the_dashboards_grants_and_purges_run_the_commands(qdb: Q
                      ["limits", "reset", "--handler", "test.record"]):
             qdb.cli(*args, env=env, check=True)
     assert [status(qdb, dead)[0], status(qdb, ready)[0]] == ["ready", "cancelled"]
-    assert qdb.scalar(f"SELECT COUNT(*) FROM mysqlq_jobs WHERE id IN ({old[0]}, {old[1]})") == 0
+    assert qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE id IN ({old[0]}, {old[1]})") == 0
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags") == 0  # purged with their jobs
     assert qdb.scalar("SELECT paused FROM mysqlq_schedules WHERE name = 'minutely'") == 1
 

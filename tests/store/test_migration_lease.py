@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.waiting import wait_for
 
 from mysqlq.store import schema
@@ -101,7 +102,7 @@ def test_a_worker_started_during_a_migration_waits_for_it_then_runs(qdb: QueueDB
     # The migration ends: the waiting worker starts and runs the job.
     qdb.query("INSERT INTO mysqlq_schema_version (version, applied_at) VALUES (%s, NOW(6))", (latest,))
     qdb.query("UPDATE mysqlq_migration_lock SET holder = NULL, lease_until = NOW(6)")
-    wait_for(lambda: qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,)) == "done",
+    wait_for(lambda: qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (job_id,)) == "done",
              "the job to run", 30)
     assert "worker.migration_done" in qdb.logs() and waiting.poll() is None
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.mariadb import PrivateMariaDB, ServerTls
 
 from mysqlq import DatabaseUnavailable, Dsn, Producer, Settings
@@ -171,6 +172,7 @@ def tdb(tls: TlsServer, mariadb: MariaDBServer, tmp_path: pathlib.Path) -> Itera
     (tmp_path / "hints").mkdir()
     db = QueueDB(dsn=tls.verified(), name=DATABASE, server=mariadb, tmp=tmp_path)
     db.query("DELETE FROM mysqlq_jobs")
+    db.query("DELETE FROM mysqlq_jobs_history")
     try:
         yield db
     finally:
@@ -266,7 +268,7 @@ def test_a_worker_drains_jobs_over_tls_on_every_connection(tls: TlsServer, tdb: 
     worker = tdb.worker("--burst", env=tdb.env(MYSQLQ_DSN=worker_dsn))
 
     def settled() -> list[str] | None:
-        done = tdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'") == len(quick)
+        done = tdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE status = 'done'") == len(quick)
         running = tdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (holder,)) == "running"
         ciphers = tls.ciphers_of(WORKER)
         return ciphers if done and running and len(ciphers) >= 2 else None

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.systemd import missing_prerequisites
 
 from ..conftest import MYSQLQ, REPO, MariaDBServer, QueueDB, private_systemd, with_database
@@ -44,7 +45,7 @@ def test_demo_lists_only_its_own_handlers(qdb: QueueDB) -> None:
         assert story, out
         assert re.search(rf"mysqlq\[\d+\]: job\.done job_id={story[1]} ", story[2]), story[2]
         assert f"{name}@1: inactive (success)" in out and f"{name}@2: inactive (success)" in out
-        workers = {row[0] for row in qdb.query("SELECT DISTINCT worker FROM mysqlq_jobs WHERE status = 'done'")}
+        workers = {row[0] for row in qdb.query(f"SELECT DISTINCT worker FROM {EVERY_JOB} WHERE status = 'done'")}
         assert workers == {"1", "2"}  # the units' instance names
     else:
         assert "in the foreground (--burst: exit when nothing is left), not under systemd: " in out

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.jobs import every_job
 from mysqlq_harness.waiting import wait_for
 
 import mysqlq
@@ -42,10 +43,10 @@ def test_every_job_outcome_reaches_the_journal_at_full_speed(
                 producer.enqueue_many([mysqlq.Job("test.record", {}, queue="flood") for _ in range(10_000)])
         cpu_before = journald_cpu_ns(systemd)
         began = time.monotonic()
-        wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'") == JOBS,
+        wait_for(lambda: qdb.scalar(f"SELECT COUNT(*) FROM {every_job('status')} WHERE status = 'done'") == JOBS,
                  f"{JOBS} jobs to be done", 600, interval=0.5)
         drained = time.monotonic() - began
-        ids = [row[0] for row in qdb.query("SELECT id FROM mysqlq_jobs")]
+        ids = [row[0] for row in qdb.query(f"SELECT id FROM {every_job('id')}")]
         chosen = random.Random(24).sample(ids, SAMPLE)
 
         def logged() -> int:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.net import free_port, get
 from mysqlq_harness.systemd import PrivateSystemd
 from mysqlq_harness.waiting import wait_for
@@ -48,7 +49,7 @@ def drain(systemd: PrivateSystemd, qdb: QueueDB, user: DatabaseUser, count: int 
     with qdb.producer(hint=False) as producer:  # the workers' hint sockets are in the namespace: they poll
         ids = [producer.enqueue("test.record", {"tag": str(n)}, queue="cred") for n in range(count)]
     marks = ",".join(["%s"] * len(ids))
-    qdb.wait_for(lambda: qdb.query(f"SELECT DISTINCT status, worker FROM mysqlq_jobs WHERE id IN ({marks})",
+    qdb.wait_for(lambda: qdb.query(f"SELECT DISTINCT status, worker FROM {EVERY_JOB} WHERE id IN ({marks})",
                                    tuple(ids)) == [("done", "1")], timeout=30, what="worker@1 to run the jobs")
     connected = qdb.scalar("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = %s", (user.name,))
     assert connected >= 1  # the worker's connections are the credential's user's

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.systemd import PrivateSystemd
 from mysqlq_harness.waiting import wait_for
 
@@ -40,14 +41,14 @@ class Deployment:
 
     def produce(self, *jobs: tuple[str, dict[str, object], str]) -> list[int]:
         """Enqueue as user nobody inside the namespace; returns the new jobs' ids."""
-        before = self.qdb.scalar("SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs")
+        before = self.qdb.scalar(f"SELECT COALESCE(MAX(id), 0) FROM {EVERY_JOB}")
         result = self.systemd.run(*NOBODY, PYTHON, "-c", PRODUCE, self.dsn, json.dumps(jobs), env={"HOME": "/"})
         assert result.stdout.strip() == "2", f"hints reached {result.stdout.strip()} workers, not 2"
-        return [row[0] for row in self.qdb.query("SELECT id FROM mysqlq_jobs WHERE id > %s ORDER BY id", (before,))]
+        return [row[0] for row in self.qdb.query(f"SELECT id FROM {EVERY_JOB} WHERE id > %s ORDER BY id", (before,))]
 
     def statuses(self, ids: list[int]) -> dict[int, tuple[str, int, str | None]]:
         marks = ",".join("%s" for _ in ids)
-        rows = self.qdb.query(f"SELECT id, status, attempts, worker FROM mysqlq_jobs WHERE id IN ({marks})", tuple(ids))
+        rows = self.qdb.query(f"SELECT id, status, attempts, worker FROM {EVERY_JOB} WHERE id IN ({marks})", tuple(ids))
         return {row[0]: (row[1], row[2], row[3]) for row in rows}
 
     def wait_status(self, ids: list[int], status: str, worker: str | None = None, timeout: float = 30) -> None:

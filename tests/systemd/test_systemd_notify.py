@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 from mysqlq_harness.waiting import wait_for
 
 from mysqlq.core.systemd import Notifier
@@ -139,7 +140,7 @@ def test_watchdog_is_kept_alive_while_a_job_runs_within_its_time_limit(
     assert [str(job_id), "1", "end"] not in [r[:3] for r in qdb.records()]
     proc.send_signal(signal.SIGTERM)
     assert notify_socket.wait_exit(proc) == 0
-    assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,)) == "done"
+    assert qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (job_id,)) == "done"
 
 
 def test_no_keep_alive_pings_once_the_job_is_past_its_time_limit(

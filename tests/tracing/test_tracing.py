@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from ..conftest import QueueDB, unavailable
 
@@ -221,7 +222,7 @@ def stored_runs(qdb: QueueDB, ids: list[int]) -> dict[int, str | None]:
     conn = qdb.connect()
     try:
         with conn.cursor() as cur:
-            cur.execute(f"SELECT id, run_trace_context FROM mysqlq_jobs WHERE id IN ({','.join(map(str, ids))})")
+            cur.execute(f"SELECT id, run_trace_context FROM {EVERY_JOB} WHERE id IN ({','.join(map(str, ids))})")
             return {int(job_id): context for job_id, context in cur.fetchall()}
     finally:
         conn.close()

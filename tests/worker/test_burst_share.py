@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import collections
 
+from mysqlq_harness.jobs import EVERY_JOB
+
 from mysqlq import Job
 
 from ..conftest import QueueDB
@@ -20,7 +22,7 @@ def test_two_burst_workers_started_together_share_slow_jobs(qdb: QueueDB) -> Non
     for proc in procs:
         assert proc.wait(timeout=120) == 0, qdb.logs()
     assert qdb.statuses() == {"done": JOBS}
-    per_worker = collections.Counter(dict(qdb.query("SELECT worker, COUNT(*) FROM mysqlq_jobs GROUP BY worker")))
+    per_worker = collections.Counter(dict(qdb.query(f"SELECT worker, COUNT(*) FROM {EVERY_JOB} GROUP BY worker")))
     # Ten each runs them in two rounds of 0.5 s (the ideal); one worker alone would need four.
     assert sorted(per_worker.values()) == [10, 10], (per_worker, qdb.logs())
     runs = collections.Counter(line[0] for line in qdb.records() if line[2] == "end")

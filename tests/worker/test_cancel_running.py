@@ -4,6 +4,7 @@ holding it asks its handler to stop within a second, and the job is never retrie
 from __future__ import annotations
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from ..conftest import QueueDB
 
@@ -42,7 +43,7 @@ def test_a_running_job_is_asked_to_stop_and_ends_cancelled(qdb: QueueDB, handler
     # The worker goes on with other jobs; the cancelled one is never retried.
     with qdb.producer() as producer:
         after = producer.enqueue("test.record")
-    qdb.wait_for(lambda: qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (after,)) == "done",
+    qdb.wait_for(lambda: qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (after,)) == "done",
                  what="the next job")
     assert row_of(qdb, job_id) == ("cancelled", 1, None, 1)
     assert steps_of(qdb, job_id).count("start") == 1

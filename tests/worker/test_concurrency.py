@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from mysqlq import Job
 from mysqlq.core import logs
@@ -87,7 +88,7 @@ def test_a_thread_past_its_time_limit_fails_its_job_and_the_worker_goes_on(qdb: 
     error = qdb.scalar("SELECT last_error FROM mysqlq_jobs WHERE id = %s", (slow,))
     assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (slow,)) == "dead"
     assert error.startswith("JobTimeout: ran past its time limit of 0.5s")
-    assert all(qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (i,)) == "done" for i in after)
+    assert all(qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (i,)) == "done" for i in after)
     assert "job.returned_late" in qdb.logs()  # the thread came back later; its result was not used
 
 
@@ -96,7 +97,7 @@ def test_a_coroutine_past_its_time_limit_is_cancelled(qdb: QueueDB, concurrency:
     with qdb.producer() as producer:
         job_id = producer.enqueue("test.asleep", {"seconds": 30}, max_attempts=1)
     burst(qdb, "--concurrency", concurrency, "--time-limit", "0.5", timeout=20)
-    assert qdb.query("SELECT status FROM mysqlq_jobs") == [("dead",)]
+    assert qdb.query(f"SELECT status FROM {EVERY_JOB}") == [("dead",)]
     assert "time limit of 0.5s" in qdb.scalar("SELECT last_error FROM mysqlq_jobs WHERE id = %s", (job_id,))
     assert [r[2] for r in qdb.records()] == ["start"]  # cancelled: it never reached its end
 
@@ -113,7 +114,7 @@ def test_a_stuck_thread_makes_the_worker_exit_non_zero_losing_nothing(qdb: Queue
     # The stuck job was recorded failed (its retry waits); nothing else is left running or lost.
     status, error = qdb.query("SELECT status, last_error FROM mysqlq_jobs WHERE id = %s", (stuck,))[0]
     assert status == "scheduled" and error.startswith("JobTimeout")
-    rows = dict(qdb.query("SELECT id, status FROM mysqlq_jobs WHERE id <> %s", (stuck,)))
+    rows = dict(qdb.query(f"SELECT id, status FROM {EVERY_JOB} WHERE id <> %s", (stuck,)))
     assert set(rows.values()) <= {"done", "ready"} and "done" in rows.values()
     ended = {int(r[0]) for r in qdb.records() if r[1] == "span"}
     assert {i for i in others if rows[i] == "done"} == ended  # every job it started, it finished
@@ -121,7 +122,7 @@ def test_a_stuck_thread_makes_the_worker_exit_non_zero_losing_nothing(qdb: Queue
     # A fresh worker takes the rest (the stuck job set aside, or it would get stuck again).
     qdb.query("DELETE FROM mysqlq_jobs WHERE id = %s", (stuck,))
     burst(qdb, "--concurrency", "3")
-    assert all(status == "done" for _, status in qdb.query("SELECT id, status FROM mysqlq_jobs WHERE id <> %s",
+    assert all(status == "done" for _, status in qdb.query(f"SELECT id, status FROM {EVERY_JOB} WHERE id <> %s",
                                                            (stuck,)))
 
 
@@ -135,7 +136,7 @@ def test_sigterm_finishes_every_job_in_flight_and_releases_the_rest(qdb: QueueDB
     started = {r[0] for r in qdb.records() if r[2] == "start"}
     ended = {r[0] for r in qdb.records() if r[2] == "end"}
     assert len(started) == 3 and started == ended  # all three finished
-    rows = qdb.query("SELECT id, status, attempts, batch_id FROM mysqlq_jobs")
+    rows = qdb.query(f"SELECT id, status, attempts, batch_id FROM {EVERY_JOB}")
     assert {str(i) for i, status, _, _ in rows if status == "done"} == started
     assert all((status, attempts, batch) == ("ready", 0, None) for i, status, attempts, batch in rows
                if str(i) not in started)
@@ -151,7 +152,7 @@ def test_slow_jobs_are_not_hoarded_a_blind_full_claim_gives_back_what_it_cannot_
         producer.enqueue_many([Job("test.sleep", {"seconds": 0.5}) for _ in range(8)])
     qdb.wait_for(lambda: qdb.statuses() == {"done": 8}, timeout=60, what="the jobs to be done")
     assert a.poll() is None and b.poll() is None
-    rows = qdb.query("SELECT id, worker, attempts FROM mysqlq_jobs")
+    rows = qdb.query(f"SELECT id, worker, attempts FROM {EVERY_JOB}")
     assert {attempts for _, _, attempts in rows} == {1}  # given back unspent: no attempt counted twice
     per_worker = collections.Counter(worker for _, worker, _ in rows)
     assert set(per_worker) == {"a", "b"} and min(per_worker.values()) >= 2, per_worker  # (4 and 4 when idle)
@@ -261,7 +262,7 @@ def test_a_handler_that_exits_fails_its_job_and_the_worker_goes_on(qdb: QueueDB,
     status, error = qdb.query("SELECT status, last_error FROM mysqlq_jobs WHERE id = %s", (bad,))[0]
     assert status == "dead"
     assert error.split(":")[0] in ("SystemExit", "KeyboardInterrupt") and "Traceback" in error
-    assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (good,)) == "done"
+    assert qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (good,)) == "done"
 
 
 def test_sigterm_ends_the_wait_for_an_unreachable_server(qdb: QueueDB) -> None:
@@ -352,7 +353,7 @@ def test_the_heartbeat_extends_the_lease_of_every_batch_in_hand(qdb: QueueDB) ->
     leased = qdb.query("SELECT id FROM mysqlq_jobs WHERE status = 'running' AND lease_until > NOW(6)")
     assert sorted(row[0] for row in leased) == sorted(ids)
     qdb.wait_for(lambda: qdb.statuses() == {"done": 3}, timeout=60, what="the long jobs to finish")
-    rows = qdb.query("SELECT batch_id, worker, attempts FROM mysqlq_jobs")
+    rows = qdb.query(f"SELECT batch_id, worker, attempts FROM {EVERY_JOB}")
     assert len({batch for batch, _, _ in rows}) == 3
     assert {(worker, attempts) for _, worker, attempts in rows} == {("holder", 1)}  # none taken over
     assert sorted(r[2] for r in qdb.records()) == ["end"] * 3 + ["start"] * 3

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import collections
 
+from mysqlq_harness.jobs import EVERY_JOB
+
 from mysqlq import Job
 from mysqlq.store import claims
 from mysqlq.store.db import connect
@@ -22,7 +24,7 @@ def drain(qdb: QueueDB, *args: str, workers: int = 1) -> None:
 
 def by_queue(qdb: QueueDB) -> dict[tuple[str, str], int]:
     return {(queue, status): int(count) for queue, status, count in qdb.query(
-        "SELECT queue, status, COUNT(*) FROM mysqlq_jobs GROUP BY queue, status")}
+        f"SELECT queue, status, COUNT(*) FROM {EVERY_JOB} GROUP BY queue, status")}
 
 
 def test_done_jobs_of_a_queue_without_history_are_deleted_and_other_queues_keep_theirs(qdb: QueueDB) -> None:
@@ -42,7 +44,7 @@ def test_done_jobs_of_a_queue_without_history_are_deleted_and_other_queues_keep_
     runs = collections.Counter(record[0] for record in qdb.records())
     assert len(runs) == 3000 + 200 + 1 + 2 and set(runs.values()) == {1}
     assert by_queue(qdb) == {("light", "dead"): 1, ("light", "done"): 1, ("kept", "done"): 200}
-    remaining = {int(row[0]) for row in qdb.query("SELECT id FROM mysqlq_jobs WHERE queue = 'light'")}
+    remaining = {int(row[0]) for row in qdb.query(f"SELECT id FROM {EVERY_JOB} WHERE queue = 'light'")}
     assert remaining == {dead, chain[0]}
     assert qdb.query("SELECT job_id FROM test_effects") == [(transactional,)]  # its effect committed
     assert with_result not in remaining
@@ -88,4 +90,4 @@ def test_a_deleting_completion_is_fenced_by_the_batch(qdb: QueueDB) -> None:
         conn.commit()
     finally:
         conn.close()
-    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 0
+    assert qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB}") == 0

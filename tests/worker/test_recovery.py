@@ -8,6 +8,7 @@ import os
 import signal
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB, every_job
 
 from mysqlq import Job
 from mysqlq.store import claims
@@ -17,7 +18,7 @@ from ..conftest import QueueDB
 
 
 def job_status(qdb: QueueDB, job_id: int) -> str:
-    return str(qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,)))
+    return str(qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (job_id,)))
 
 
 def test_every_write_of_a_claim_that_was_taken_over_changes_nothing(qdb: QueueDB) -> None:
@@ -37,7 +38,7 @@ def test_every_write_of_a_claim_that_was_taken_over_changes_nothing(qdb: QueueDB
         assert claims.release(cur, 111, ids) == 0
         assert claims.complete(cur, 222, ids) == 3
     conn.close()
-    assert qdb.query("SELECT DISTINCT status, batch_id, worker, last_error FROM mysqlq_jobs") == [
+    assert qdb.query(f"SELECT DISTINCT status, batch_id, worker, last_error FROM {EVERY_JOB}") == [
         ("done", 222, "new", "worker old was lost while running attempt 1 of 5")
     ]
 
@@ -87,7 +88,7 @@ def test_a_live_worker_extends_the_lease_of_a_long_job(qdb: QueueDB) -> None:
     qdb.wait_for(lambda: job_status(qdb, job_id) == "done", timeout=30, what="the long job to finish")
     # It outlived its 2 s lease several times over, yet ran once: the lease kept moving.
     assert [r[2] for r in qdb.records()] == ["start", "end"]
-    assert qdb.scalar("SELECT attempts FROM mysqlq_jobs WHERE id = %s", (job_id,)) == 1
+    assert qdb.scalar(f"SELECT attempts FROM {EVERY_JOB} WHERE id = %s", (job_id,)) == 1
     assert first is not None
 
 
@@ -108,7 +109,7 @@ def test_kill_9_is_caught_by_the_process_list_within_seconds(qdb: QueueDB) -> No
     qdb.worker("--name", "rescuer")
     # The lease is 60 s: finishing well before it proves the dead connection was noticed.
     qdb.wait_for(lambda: all(job_status(qdb, i) == "done" for i in ids), timeout=20, what="the jobs to be rescued")
-    assert set(qdb.scalar("SELECT GROUP_CONCAT(DISTINCT worker) FROM mysqlq_jobs").split(",")) == {"rescuer"}
+    assert set(qdb.scalar(f"SELECT GROUP_CONCAT(DISTINCT worker) FROM {EVERY_JOB}").split(",")) == {"rescuer"}
     assert "reaper.reaped" in qdb.logs()
     assert qdb.query("SELECT name FROM mysqlq_workers") == [("rescuer",)]
 
@@ -121,7 +122,7 @@ def test_without_the_process_list_a_lapsed_lease_frees_the_jobs(qdb: QueueDB) ->
     kill_when_running(qdb)
     qdb.worker("--name", "rescuer", *fast)
     qdb.wait_for(lambda: job_status(qdb, job_id) == "done", timeout=30, what="the lease to lapse")
-    assert qdb.scalar("SELECT attempts FROM mysqlq_jobs") == 2
+    assert qdb.scalar(f"SELECT attempts FROM {EVERY_JOB}") == 2
 
 
 def test_a_job_that_keeps_killing_its_workers_ends_dead(qdb: QueueDB) -> None:
@@ -208,7 +209,7 @@ def test_chaos_kill_workers_and_the_server_lose_nothing(qdb: QueueDB, concurrenc
     killed: set[int] = set()
 
     def done() -> int:
-        return int(qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'"))
+        return int(qdb.scalar(f"SELECT COUNT(*) FROM {every_job('status')} WHERE status = 'done'"))
 
     for round_, threshold in enumerate((1000, 2500, 4000, 6000)):
         qdb.wait_for(lambda t=threshold: done() >= t, timeout=120, what=f"{threshold} jobs done")

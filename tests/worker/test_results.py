@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from mysqlq.web import WebSettings, create_app
 
@@ -37,7 +38,7 @@ def test_what_each_kind_of_handler_returns_is_stored_and_read_back(qdb: QueueDB,
     assert [state.status for state in states if state] == ["done"] * 5
     assert [state.result for state in states if state] == [VALUE, [1, "two"], 42, None, None]
     # Nothing is stored for a handler that returns nothing: the column stays NULL.
-    assert [row[0] for row in qdb.query("SELECT result IS NULL FROM mysqlq_jobs ORDER BY id")] == [0, 0, 0, 1, 1]
+    assert [row[0] for row in qdb.query(f"SELECT result IS NULL FROM {EVERY_JOB} ORDER BY id")] == [0, 0, 0, 1, 1]
     assert qdb.scalar("SELECT COUNT(*) FROM test_effects") == 1
 
 

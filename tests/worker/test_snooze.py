@@ -6,6 +6,7 @@ wins over a snooze."""
 from __future__ import annotations
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 import mysqlq
 from mysqlq import Job
@@ -14,7 +15,7 @@ from ..conftest import QueueDB
 
 
 def row(qdb: QueueDB, job_id: int) -> tuple[str, int, int]:
-    status, attempts, snoozes = qdb.query("SELECT status, attempts, snoozes FROM mysqlq_jobs WHERE id = %s",
+    status, attempts, snoozes = qdb.query(f"SELECT status, attempts, snoozes FROM {EVERY_JOB} WHERE id = %s",
                                           (job_id,))[0]
     return str(status), int(attempts), int(snoozes)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import MySQLdb
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from mysqlq import Dsn, Job
 from mysqlq.core import logs
@@ -40,7 +41,7 @@ def test_three_workers_drain_5000_jobs_each_exactly_once(qdb: QueueDB) -> None:
     runs = collections.Counter(record[0] for record in qdb.records())
     assert len(runs) == 5000 and set(runs.values()) == {1}
     # All three took part: the claim never makes one worker wait for another.
-    assert qdb.scalar("SELECT COUNT(DISTINCT worker) FROM mysqlq_jobs") == 3
+    assert qdb.scalar(f"SELECT COUNT(DISTINCT worker) FROM {EVERY_JOB}") == 3
 
 
 def test_one_worker_runs_a_queue_in_fifo_order(qdb: QueueDB) -> None:
@@ -52,7 +53,7 @@ def test_one_worker_runs_a_queue_in_fifo_order(qdb: QueueDB) -> None:
 
 def batch_sizes(qdb: QueueDB) -> list[int]:
     """How many jobs each batch ran, largest first (a done job keeps its batch's token)."""
-    rows = qdb.query("SELECT COUNT(*) FROM mysqlq_jobs GROUP BY batch_id ORDER BY COUNT(*) DESC")
+    rows = qdb.query(f"SELECT COUNT(*) FROM {EVERY_JOB} GROUP BY batch_id ORDER BY COUNT(*) DESC")
     return [int(row[0]) for row in rows]
 
 
@@ -63,6 +64,7 @@ def test_a_worker_claims_up_to_500_quick_jobs_at_once_and_one_slot_keeps_100(qdb
     assert re.search(r"batch\.claimed .*jobs=500\b", qdb.logs()), qdb.logs()
     assert qdb.statuses() == {"done": 600}
     qdb.query("DELETE FROM mysqlq_jobs")
+    qdb.query("DELETE FROM mysqlq_jobs_history")
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.record") for _ in range(250)])
     drain(qdb, "--concurrency", "1")  # one slot claims whole batches: the old default, unless given
@@ -199,7 +201,7 @@ def test_a_job_taken_over_mid_batch_is_not_written_by_the_completion_that_goes_w
 
 
 def job_state(qdb: QueueDB, job_id: int) -> str:
-    return str(qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (job_id,)))
+    return str(qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (job_id,)))
 
 
 def test_a_delayed_job_waits_until_it_is_due(qdb: QueueDB) -> None:
@@ -207,10 +209,10 @@ def test_a_delayed_job_waits_until_it_is_due(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         delayed = producer.enqueue("test.record", {"tag": "delayed"}, delay=1.5)
         now = producer.enqueue("test.record", {"tag": "now"})
-    qdb.wait_for(lambda: qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (delayed,)) == "done",
+    qdb.wait_for(lambda: qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (delayed,)) == "done",
                  timeout=30, what="the delayed job to run")
     assert [int(record[0]) for record in qdb.records()] == [now, delayed]
-    started_after_due = qdb.scalar("SELECT started_at >= run_at FROM mysqlq_jobs WHERE id = %s", (delayed,))
+    started_after_due = qdb.scalar(f"SELECT started_at >= run_at FROM {EVERY_JOB} WHERE id = %s", (delayed,))
     assert started_after_due == 1
 
 
@@ -229,7 +231,7 @@ def test_a_retried_job_that_then_succeeds_is_done(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         producer.enqueue("test.flaky", {"succeed_on": 3}, max_attempts=5)
     drain(qdb)
-    assert qdb.query("SELECT status, attempts FROM mysqlq_jobs")[0] == ("done", 3)
+    assert qdb.query(f"SELECT status, attempts FROM {EVERY_JOB}")[0] == ("done", 3)
 
 
 def test_unknown_handler_is_retried_then_dead_naming_it(qdb: QueueDB) -> None:
@@ -258,7 +260,7 @@ def test_a_payload_that_is_not_json_is_dead_at_once(qdb: QueueDB) -> None:
     drain(qdb)
     assert qdb.query("SELECT status, attempts FROM mysqlq_jobs WHERE id <> %s", (good,))[0] == ("dead", 1)
     assert "payload is not valid JSON" in qdb.scalar("SELECT last_error FROM mysqlq_jobs WHERE id <> %s", (good,))
-    assert qdb.scalar("SELECT status FROM mysqlq_jobs WHERE id = %s", (good,)) == "done"
+    assert qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (good,)) == "done"
 
 
 def test_a_job_past_its_time_limit_fails(qdb: QueueDB) -> None:
@@ -279,7 +281,7 @@ def test_sigterm_finishes_the_job_in_hand_and_releases_the_rest(qdb: QueueDB) ->
     qdb.wait_for(lambda: any(record[2] == "start" for record in qdb.records()), what="the first job to start")
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
-    rows = dict((row[0], row[1:]) for row in qdb.query("SELECT id, status, attempts, batch_id FROM mysqlq_jobs"))
+    rows = dict((row[0], row[1:]) for row in qdb.query(f"SELECT id, status, attempts, batch_id FROM {EVERY_JOB}"))
     assert rows[ids[0]][:2] == ("done", 1)
     for job_id in ids[1:]:
         assert rows[job_id] == ("ready", 0, None)  # released without spending an attempt

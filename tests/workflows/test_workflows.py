@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from mysqlq import InvalidJob, Job
 from mysqlq.store import dependencies
@@ -25,7 +26,7 @@ def drain(qdb: QueueDB, *args: str) -> None:
 
 
 def state(qdb: QueueDB, job_id: int) -> tuple[str, Any]:
-    status, result, error = qdb.query("SELECT status, result, last_error FROM mysqlq_jobs WHERE id = %s",
+    status, result, error = qdb.query(f"SELECT status, result, last_error FROM {EVERY_JOB} WHERE id = %s",
                                       (job_id,))[0]
     return str(status), (json.loads(result) if result is not None else error)
 
@@ -107,7 +108,7 @@ def test_enqueued_after_jobs_that_already_ended(qdb: QueueDB) -> None:
             producer.enqueue("test.step", after=["1"])
         with pytest.raises(InvalidJob, match="on_parent_failure must be 'cancel' or 'run'"):
             producer.enqueue("test.step", after=[done], on_parent_failure="ignore")
-    assert qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs") == runs  # the refused ones left nothing behind
+    assert qdb.scalar(f"SELECT MAX(id) FROM {EVERY_JOB}") == runs  # the refused ones left nothing behind
     assert state(qdb, ready)[0] == "ready" and state(qdb, runs)[0] == "ready"
     assert state(qdb, cancelled) == ("cancelled", f"job {dead} it waited for ended dead")
 
@@ -206,7 +207,7 @@ def test_the_cli_enqueues_after_other_jobs(qdb: QueueDB, tmp_path: Any) -> None:
     assert refused.returncode != 0 and "after must hold job ids (positive integers), got 0" in refused.stderr
     assert qdb.statuses() == {"ready": 1, "waiting": 3}
     drain(qdb)
-    third = qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs") - 1
+    third = qdb.scalar(f"SELECT MAX(id) FROM {EVERY_JOB}") - 1
     assert state(qdb, third) == ("done", ["a", "b", "c"])
 
 

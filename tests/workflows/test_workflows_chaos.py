@@ -9,6 +9,8 @@ import os
 import signal
 from collections import Counter
 
+from mysqlq_harness.jobs import EVERY_JOB, every_job
+
 from mysqlq import Job
 
 from ..conftest import QueueDB
@@ -36,7 +38,7 @@ def test_chaos_groups_and_chains_lose_nothing_and_run_nothing_early(qdb: QueueDB
     running = {name: qdb.worker("--name", name, *args) for name in names}
 
     def done() -> int:
-        return int(qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'"))
+        return int(qdb.scalar(f"SELECT COUNT(*) FROM {every_job('status')} WHERE status = 'done'"))
 
     for round_, threshold in enumerate((1500, 4000, 7000, 10000, 13000)):
         qdb.wait_for(lambda t=threshold: done() >= t, timeout=180, what=f"{threshold} jobs done")
@@ -59,7 +61,7 @@ def test_chaos_groups_and_chains_lose_nothing_and_run_nothing_early(qdb: QueueDB
     assert sorted(effects) == sorted(transactional)
     assert set(effects.values()) == {1}
     # Each callback got all of its members' ids and results; each chain's last step all of its steps' tags.
-    results = dict(qdb.query("SELECT id, CAST(result AS CHAR) FROM mysqlq_jobs WHERE id IN ({})".format(
+    results = dict(qdb.query(f"SELECT id, CAST(result AS CHAR) FROM {EVERY_JOB} WHERE id IN ({{}})".format(
         ",".join(str(job_id) for job_id in [*callbacks, *(chain[-1] for chain in chains)]))))
     import json
 
@@ -76,6 +78,6 @@ def test_chaos_groups_and_chains_lose_nothing_and_run_nothing_early(qdb: QueueDB
         assert [last_run[job_id] for job_id in chain] == sorted(last_run[job_id] for job_id in chain)
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE waiting_for > 0") == 0
     runs = Counter(int(words[0]) for words in records if words[1] in ("step", "gather"))
-    attempts = qdb.scalar("SELECT SUM(attempts) FROM mysqlq_jobs")
+    attempts = qdb.scalar(f"SELECT SUM(attempts) FROM {EVERY_JOB}")
     print(f"\n{total} jobs; callbacks and steps run {sum(runs.values())} times for {len(runs)} jobs "
           f"({sum(1 for n in runs.values() if n > 1)} more than once); {attempts} attempts in all")

@@ -32,12 +32,13 @@ def wait_for(condition: Callable[[], T], what: str | Callable[[], str] = "the co
 
 
 def done_jobs(cur: Any, since: int = 0) -> int:
-    """How many jobs with an id above ``since`` are done, read through ``cur`` (a DB-API cursor of an
-    autocommit connection: the harness imports no driver)."""
-    if since:
-        cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE id > %s AND status = 'done'", (since,))
-    else:  # the state index alone
-        cur.execute("SELECT COUNT(*) FROM mysqlq_jobs WHERE status = 'done'")
+    """How many jobs with an id above ``since`` are done, live or moved to the history, read through
+    ``cur`` (a DB-API cursor of an autocommit connection: the harness imports no driver). Each table
+    counted on its own index and the two counts added: a derived table of both (jobs.every_job) would
+    be written out before it is counted, at every poll of a benchmark's drain."""
+    where = "id > %(since)s AND status = 'done'" if since else "status = 'done'"  # else each index on status
+    cur.execute(f"SELECT (SELECT COUNT(*) FROM mysqlq_jobs WHERE {where})"
+                f" + (SELECT COUNT(*) FROM mysqlq_jobs_history WHERE {where})", {"since": since})
     return int(cur.fetchone()[0])
 
 
