@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+import MySQLdb
 
 from mysqlq.core.config import ClaimStrategy
 from mysqlq.core.jobs import ClaimedJob, claimed_jobs
@@ -84,14 +87,27 @@ def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker:
     return execute(cur, "claim_batch", _claim_params(queue, batch_id, worker_id, worker, lease, limit))
 
 
+# The statements that end a batch's rest as done, in one transaction: its jobs copied into the
+# history, deleted from the live table, and those that stay live (a dedupe key kept "forever")
+# marked done there. With ``discard`` (their queue keeps no history): one delete.
+MOVE_BATCH = ("move_done_batch", "delete_done_batch", "complete_batch")
+
+
+def batch_completion(discard: bool) -> list[str]:
+    """The statements of a batch's completion (see :data:`MOVE_BATCH`), with its transaction."""
+    if discard:
+        return [query("discard_batch")]
+    return ["START TRANSACTION", *(query(name) for name in MOVE_BATCH), "COMMIT"]
+
+
 @cache
 def claim_query(ended: bool, discard: bool = False) -> str:
     """The query of :func:`claim_and_fetch`: the claim and the read-back, after the completion of
     the batch that ``ended`` (its jobs deleted, with ``discard``: their queue keeps no history)."""
     statements = [query("claim_batch"), query("fetch_batch")]
     if ended:  # the batch that ended goes first, its token under a name of its own beside the new one
-        completion = query("discard_batch" if discard else "complete_batch")
-        statements.insert(0, completion.replace("%(batch_id)s", "%(ended_batch_id)s"))
+        completion = [s.replace("%(batch_id)s", "%(ended_batch_id)s") for s in batch_completion(discard)]
+        statements[:0] = completion
     return ";\n".join(statements)
 
 
@@ -114,7 +130,8 @@ def claim_and_fetch(
     The completion goes first, not last where the worker could run the new batch while the server
     completes the old one: a server stops a query at the first answer it cannot send, so a worker
     killed while the claim runs would leave a completion that comes after it undone, and a whole
-    batch to run twice.
+    batch to run twice. A completion that fails half-way is rolled back before the error goes on
+    (a lock wait timeout ends only its statement, and the transaction would stay open).
 
     Safe to repeat as a unit, like the statements alone: the read-back finds the batch by its token,
     and a completion repeated changes nothing the second time (the caller then asks which of its
@@ -125,15 +142,24 @@ def claim_and_fetch(
     literal = conn.literal
     # As a cursor sends it (each parameter escaped by the connection), without a cursor's bookkeeping.
     escaped = {name.encode(): literal(value) for name, value in params.items()}
-    conn.query(_claim_query_bytes(ended is not None, discard) % escaped)
     completed: int | None = None
-    if ended is not None:
-        completed = int(conn.affected_rows())
+    try:
+        conn.query(_claim_query_bytes(ended is not None, discard) % escaped)
+        if ended is not None:
+            counts = []
+            for _ in batch_completion(discard):
+                counts.append(int(conn.affected_rows()))
+                conn.next_result()
+            completed = counts[0] if discard else counts[1] + counts[3]  # moved, and marked done in place
+        claimed = int(conn.affected_rows())
         conn.next_result()
-    claimed = int(conn.affected_rows())
-    conn.next_result()
-    jobs = claimed_jobs(conn.store_result().fetch_row(0))
-    conn.next_result()  # the query's end
+        jobs = claimed_jobs(conn.store_result().fetch_row(0))
+        conn.next_result()  # the query's end
+    except BaseException:
+        if ended is not None and not discard:
+            with contextlib.suppress(MySQLdb.Error):
+                conn.rollback()
+        raise
     return completed, claimed, jobs
 
 
@@ -161,32 +187,58 @@ def fetch_batch(cur: Cursor, batch_id: int) -> list[ClaimedJob]:
 
 def completed_ids(cur: Cursor, batch_id: int, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` this batch completed (the others were taken over before the completion): those
-    it marked done, and those no longer there (deleted by a completion that keeps no history)."""
+    it ended done, in either table, and those in neither (deleted by a completion that keeps no history)."""
     if not ids:
         return set()
-    execute_in(cur, "batch_done_ids", ids, before=(batch_id,))
+    cur.execute(query("batch_done_ids").replace("{ids}", ", ".join(["%s"] * len(ids))),
+                [batch_id, *ids, batch_id, *ids])
     present = {int(job_id): bool(done) for job_id, done in cur.fetchall()}
     return {job_id for job_id in ids if present.get(job_id, True)}
 
 
+def _moved(cur: Cursor, steps: Sequence[str], run: Callable[[str], int]) -> int:
+    """Run the three statements that end jobs done (copy into the history, delete, mark done in
+    place those that stay live) in the caller's transaction; returns the jobs ended."""
+    copied, _, in_place = (run(step) for step in steps)
+    return copied + in_place
+
+
 def complete(cur: Cursor, batch_id: int, ids: Sequence[int], discard: bool = False) -> int:
-    """Jobs of a batch done: marked so, or deleted with ``discard`` (their queue keeps no history)."""
-    return execute_in(cur, "discard_jobs" if discard else "complete_jobs", ids, before=(batch_id,))
+    """Jobs of a batch done, in a transaction of their own: moved into the history (or deleted with
+    ``discard``: their queue keeps no history)."""
+    if discard:
+        return execute_in(cur, "discard_jobs", ids, before=(batch_id,))
+    with transaction(cur.connection):
+        return _moved(cur, ("move_done_jobs", "delete_done_jobs", "complete_jobs"),
+                      lambda name: execute_in(cur, name, ids, before=(batch_id,)))
 
 
 def complete_batch(cur: Cursor, batch_id: int, discard: bool = False) -> int:
-    """The rest of a batch done: marked so, or deleted with ``discard``."""
-    return execute(cur, "discard_batch" if discard else "complete_batch", {"batch_id": batch_id})
+    """The rest of a batch done, in a transaction of its own: moved into the history, or deleted
+    with ``discard``."""
+    if discard:
+        return execute(cur, "discard_batch", {"batch_id": batch_id})
+    with transaction(cur.connection):
+        return _moved(cur, MOVE_BATCH, lambda name: execute(cur, name, {"batch_id": batch_id}))
 
 
 def complete_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None, discard: bool = False) -> int:
-    """One job done (with the JSON its handler returned, if any; deleted, result and all, with
-    ``discard``); 0 if its claim was taken over (or others wait for it)."""
+    """One job done, in a transaction of its own (with the JSON its handler returned, if any;
+    deleted, result and all, with ``discard``); 0 if its claim was taken over (or others wait for it)."""
     if discard:
-        return execute(cur, "discard_job", {"id": job_id, "batch_id": batch_id})
-    if result is None:
-        return execute(cur, "complete_job", {"id": job_id, "batch_id": batch_id})
-    return execute(cur, "complete_job_with_result", {"id": job_id, "batch_id": batch_id, "result": result})
+        return _end_one(cur, batch_id, job_id, result, discard)
+    with transaction(cur.connection):
+        return _end_one(cur, batch_id, job_id, result, discard)
+
+
+def _end_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None, discard: bool) -> int:
+    """:func:`complete_one` in the caller's transaction."""
+    params = {"id": job_id, "batch_id": batch_id}
+    if discard:
+        return execute(cur, "discard_job", params)
+    if result is not None and not execute(cur, "store_result", {**params, "result": result}):
+        return 0
+    return _moved(cur, ("move_done_job", "delete_done_job", "complete_job"), lambda name: execute(cur, name, params))
 
 
 def finish_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None,
@@ -194,7 +246,7 @@ def finish_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = N
     """In the caller's transaction (a transactional handler's): the job done (deleted with ``discard``),
     its dependents released if it has any (and the span it ``ran_in`` kept for theirs, when the worker
     traces); returns the queues of the dependents made ready, or None if the claim was taken over."""
-    if complete_one(cur, batch_id, job_id, result, discard):
+    if _end_one(cur, batch_id, job_id, result, discard):
         return set()
     ended = dependencies.end_parents(cur, batch_id, {job_id: result}, {}, {job_id: ran_in} if ran_in else None)
     return ended.woken if ended.ids else None
@@ -215,8 +267,10 @@ def retry(cur: Cursor, batch_id: int, job_id: int, delay: float, error: str) -> 
 
 
 def record_progress(cur: Cursor, job_id: int, worker_id: int, fraction: float, note: str | None) -> int:
-    """A job's latest progress report, from the worker that ran it (0 rows once another claimed it)."""
-    return execute(cur, "record_progress", {"id": job_id, "worker_id": worker_id, "fraction": fraction, "note": note})
+    """A job's latest progress report, from the worker that ran it, live or ended done (0 rows once
+    another claimed it)."""
+    params = {"id": job_id, "worker_id": worker_id, "fraction": fraction, "note": note}
+    return execute(cur, "record_progress", params) or execute(cur, "record_progress_ended", params)
 
 
 def snooze(cur: Cursor, batch_id: int, job_id: int, delay: float) -> int:

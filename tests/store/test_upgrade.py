@@ -11,8 +11,10 @@ import time
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import EVERY_JOB
 
 from mysqlq.store import execute
+from mysqlq.store import schema
 from mysqlq.store.schema import IN_ID_RANGES, _in_id_ranges, latest_version, migrate
 from mysqlq.store.sql import migrations
 
@@ -72,8 +74,9 @@ JOBS = [
 ]
 
 
-def snapshot(qdb: QueueDB, columns: str = COLUMNS) -> list[tuple[Any, ...]]:
-    return qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY id")
+def snapshot(qdb: QueueDB, columns: str = COLUMNS, history: bool = True) -> list[tuple[Any, ...]]:
+    """Every job, live or (``history``: from schema 17) moved into the history, by id."""
+    return qdb.query(f"SELECT {columns} FROM {EVERY_JOB if history else 'mysqlq_jobs'} ORDER BY id")
 
 
 def states_agree(qdb: QueueDB) -> int:
@@ -99,13 +102,16 @@ def test_an_upgrade_keeps_every_job_and_then_runs_them_all(qdb: QueueDB, version
                     "NOW(6) - INTERVAL 2 DAY, 3, 1, NOW(6) - INTERVAL 2 DAY, NOW(6) - INTERVAL 2 DAY, "
                     f"NOW(6) - INTERVAL 2 DAY, 9 FROM {numbers(12000)}")
     columns = COLUMNS + (", dedupe_scope" if version >= 5 else "")
-    before = snapshot(qdb, columns)
+    before = snapshot(qdb, columns, history=False)
 
     with conn.cursor() as cur:
         assert migrate(cur, qdb.name) == list(range(version + 1, latest_version() + 1))
     conn.close()
 
     assert snapshot(qdb, columns) == before  # nothing lost, nothing changed
+    # The jobs that had ended done moved into the history, but for the one whose key is kept forever.
+    live_done = {row[0] for row in qdb.query("SELECT dedupe_key FROM mysqlq_jobs WHERE status = 'done'")}
+    assert live_done == {"d-1"} and qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history") == 12_001
     assert states_agree(qdb) == 0
     # A producer of the previous version, still running, enqueues with its own INSERT: the new
     # columns' defaults make its job claimable all the same.
@@ -132,7 +138,7 @@ def test_an_upgrade_keeps_every_job_and_then_runs_them_all(qdb: QueueDB, version
     running_ids = {int(row[0]) for row in before if row[4] == "running"}
     assert {attempts[i] for i in running_ids} == {2}
     # An 'active' key was freed when its job ended, a 'forever' key is kept.
-    keys = {row[0] for row in qdb.query("SELECT dedupe_key FROM mysqlq_jobs WHERE dedupe_key IS NOT NULL")}
+    keys = {row[0] for row in qdb.query(f"SELECT dedupe_key FROM {EVERY_JOB} WHERE dedupe_key IS NOT NULL")}
     assert keys == ({"s-1", "d-1", "c-1"} if version >= 5 else {"r-1", "s-1", "u-1", "d-1", "x-1", "c-1"})
 
 
@@ -192,3 +198,42 @@ def test_a_producer_of_schema_15_enqueues_throughout_the_migration_and_every_job
     runs = collections.Counter(int(record[0]) for record in qdb.records())
     assert set(runs) == set(enqueued) and set(runs.values()) == {1}
     assert qdb.statuses() == {"done": len(enqueued)}
+
+
+def test_a_migration_stopped_while_it_moves_the_history_resumes_with_nothing_lost_or_moved_twice(
+        qdb: QueueDB, monkeypatch: pytest.MonkeyPatch) -> None:
+    at_version(qdb, 16)
+    conn = qdb.connect()
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, attempts, "
+                    "enqueued_at, started_at, finished_at, batch_id, result) SELECT 'default', 'test.record', "
+                    "CONCAT('{\"n\": ', seq, '}'), IF(seq % 10 = 0, 'ready', 'done'), NOW(6), 3, 1, NOW(6), NOW(6), "
+                    f"NOW(6), 9, IF(seq % 3 = 0, '[1]', NULL) FROM {numbers(23_000)}")
+    before = snapshot(qdb, COLUMNS + ", result", history=False)
+    ranges = 0
+
+    def stop_after_two_ranges() -> None:  # the process dies after the second range's commit
+        nonlocal ranges
+        ranges += 1
+        if ranges == 2:
+            raise KeyboardInterrupt
+
+    with conn.cursor() as cur:
+        real = schema._in_id_ranges
+        monkeypatch.setattr(schema, "_in_id_ranges", lambda c, s, _: real(c, s, stop_after_two_ranges))
+        with pytest.raises(KeyboardInterrupt):
+            migrate(cur, qdb.name)
+        monkeypatch.undo()
+    conn.close()
+    assert qdb.scalar("SELECT COALESCE(MAX(version), 0) FROM mysqlq_schema_version") == 16
+    moved = int(qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history"))
+    assert 0 < moved < 20_700  # stopped half-way: two ranges moved
+    assert snapshot(qdb, COLUMNS + ", result") == before  # every job in exactly one table meanwhile
+
+    conn = qdb.connect()
+    with conn.cursor() as cur:
+        assert migrate(cur, qdb.name) == [17]
+    conn.close()
+    assert snapshot(qdb, COLUMNS + ", result") == before
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history") == 20_700
+    assert qdb.statuses() == {"done": 20_700, "ready": 2_300}

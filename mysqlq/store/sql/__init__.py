@@ -10,12 +10,15 @@ from pathlib import Path
 # importlib.resources would cost every process 8 ms of imports (tempfile, shutil, the compressors).
 HERE = Path(__file__).parent
 _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+# "{@name}" in a statement stands for the text of the statement (a fragment) called name.
+_INCLUDE = re.compile(r"\{@(\w+)\}")
 
 
 @cache
 def queries() -> dict[str, str]:
     """Map of query name to statement, from every ``*.sql`` file here (``-- name: x`` headers; the
-    schema files, printed for reading, have none and add nothing)."""
+    schema files, printed for reading, have none and add nothing), each ``{@name}`` in one replaced
+    by the fragment of that name."""
     found: dict[str, str] = {}
     for entry in sorted(HERE.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".sql"):
@@ -26,7 +29,7 @@ def queries() -> dict[str, str]:
             if name in found:
                 raise RuntimeError(f"query {name!r} is defined twice ({entry.name})")
             found[name] = "\n".join(lines).rstrip().rstrip(";")
-    return found
+    return {name: _INCLUDE.sub(lambda m: found[m.group(1)], text) for name, text in found.items()}
 
 
 def query(name: str) -> str:

@@ -4,7 +4,8 @@
 -- migrations/. mysqlq.store.sql.queries() reads every *.sql file here, and a name may be defined
 -- only once across them. Conventions, for every file here: each statement stands under a
 -- "-- name: x" header with a line saying what it is for; mysqlq.store is the only code that runs
--- them. Parameters are %(name)s or %s; a statement with "{ids}" gets one %s placeholder per
+-- them. A "{@name}" stands for the fragment called name (mysqlq.store.sql.queries fills it in).
+-- Parameters are %(name)s or %s; a statement with "{ids}" gets one %s placeholder per
 -- element of a list (see mysqlq.store.expand and mysqlq.store.execute_in), and a "{rows}",
 -- "{database}" or "{isolation}" is filled in by the one function that runs it (mysqlq.store.jobs,
 -- mysqlq.store.schema, mysqlq.store.db).
@@ -237,37 +238,93 @@ SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurre
  ORDER BY priority, id;
 
 -- name: batch_done_ids
--- Of these jobs, those still in the table, each with whether this batch completed it (by primary
+-- Of these jobs, those still in either table, each with whether this batch completed it (by primary
 -- key): after a completion that changed fewer rows than it named, the others were taken over. A job
--- no longer in the table was deleted by its completion (its queue keeps no history).
-SELECT id, batch_id = %s AND status = 'done' FROM mysqlq_jobs WHERE id IN ({ids});
+-- in neither table was deleted by its completion (its queue keeps no history).
+SELECT id, batch_id = %s AND status = 'done' FROM mysqlq_jobs WHERE id IN ({ids})
+UNION ALL
+SELECT id, batch_id = %s FROM mysqlq_jobs_history WHERE id IN ({ids});
 
 -- ---------------------------------------------------------------- outcomes (all fenced by running_batch)
 
--- name: complete_jobs
--- Record that jobs of a batch finished; jobs whose claim was taken over are not touched
--- (running_batch is the claim token while a job runs, NULL once it is anything else).
--- A job's entry in mysqlq_jobs_state moves once, from its batch to (done, queue, finished_at).
+-- name: done_row
+-- The history row of a job that ends done, read from its live row (the select list of the move_
+-- statements, which include it as {@done_row}): every column of mysqlq_jobs, in its order, with the
+-- values a done job has. Moved jobs hold no dedupe key of scope 'forever' (those stay live), so the
+-- key is freed as every statement that ends a job frees an 'active' one.
+id, queue, handler, payload, 'done', priority, run_at, attempts, max_attempts, time_limit, batch_id, worker_id,
+worker, NULL, enqueued_at, started_at, NOW(6), NULL, last_error, dedupe_scope, NULL, NULL, NULL, concurrency_key,
+result, dependents, waiting_for, snoozes, progress, progress_note, tags, trace_context, run_trace_context
+
+-- name: move_done_jobs
+-- Jobs of a batch finished, step 1 of 3 (in one transaction; see move_done_batch): copy them into
+-- the history as done. Jobs whose claim was taken over are not touched (running_batch is the claim
+-- token while a job runs, NULL once it is anything else); the locking read holds the rows it copies
+-- until the transaction ends, so the delete that follows deletes exactly them.
 -- Jobs that others wait for (dependents set) are left running: the worker ends them in a
--- transaction that also releases their dependents (mysqlq.store.dependencies.end_parents). Every
--- statement here that ends a job does the same.
--- This and every statement that ends a job frees a dedupe key of scope 'active'; a job without a
--- key keeps NULL, so no index entry changes and the statement costs what it did.
-UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
-       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
+-- transaction that also releases their dependents (mysqlq.store.dependencies.end_parents). Jobs
+-- with a dedupe key kept "forever" stay in the live table, whose unique index keeps the key taken
+-- (complete_jobs marks them done there).
+INSERT INTO mysqlq_jobs_history
+SELECT {@done_row} FROM mysqlq_jobs
+ WHERE running_batch = %s AND id IN ({ids}) AND dependents IS NULL
+   AND (dedupe_key IS NULL OR dedupe_scope = 'active')
+   FOR UPDATE;
+
+-- name: delete_done_jobs
+-- Step 2: delete from the live table the jobs move_done_jobs copied (the same condition, on the rows
+-- it holds locked).
+DELETE FROM mysqlq_jobs
+ WHERE running_batch = %s AND id IN ({ids}) AND dependents IS NULL
+   AND (dedupe_key IS NULL OR dedupe_scope = 'active');
+
+-- name: complete_jobs
+-- Step 3: the jobs of the list left running without dependents (their dedupe key is kept
+-- "forever") are marked done where they are; their entry in mysqlq_jobs_state moves from their
+-- batch to (done, queue, finished_at). Usually none is left, and the statement changes nothing.
+UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL
  WHERE running_batch = %s AND id IN ({ids}) AND dependents IS NULL;
 
+-- name: move_done_batch
+-- The rest of a batch finished (its failures and releases were written before), in one
+-- transaction of three statements: this copy into the history, delete_done_batch, complete_batch.
+-- Each reads the batch's rows by its entries in mysqlq_jobs_state.
+INSERT INTO mysqlq_jobs_history
+SELECT {@done_row} FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+ WHERE running_batch = %(batch_id)s AND dependents IS NULL AND (dedupe_key IS NULL OR dedupe_scope = 'active')
+   FOR UPDATE;
+
+-- name: delete_done_batch
+-- Step 2 of move_done_batch (in the multi-table form, the one that takes an index hint).
+DELETE j FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state)
+ WHERE j.running_batch = %(batch_id)s AND j.dependents IS NULL
+   AND (j.dedupe_key IS NULL OR j.dedupe_scope = 'active');
+
 -- name: complete_batch
--- Record that the rest of a batch finished (its failures and releases were written before).
+-- Step 3: what is left of the batch without dependents (jobs whose dedupe key is kept "forever")
+-- marked done in the live table: after the delete, its range of mysqlq_jobs_state holds only them.
 UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-   SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
-       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
+   SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL
  WHERE running_batch = %(batch_id)s AND dependents IS NULL;
 
+-- name: move_done_job
+-- One finished job (transactional handlers: in the handler's transaction), as move_done_jobs.
+INSERT INTO mysqlq_jobs_history
+SELECT {@done_row} FROM mysqlq_jobs
+ WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL
+   AND (dedupe_key IS NULL OR dedupe_scope = 'active')
+   FOR UPDATE;
+
+-- name: delete_done_job
+-- Step 2 of move_done_job.
+DELETE FROM mysqlq_jobs
+ WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL
+   AND (dedupe_key IS NULL OR dedupe_scope = 'active');
+
 -- name: complete_job
--- Record one finished job (transactional handlers: in the handler's transaction).
-UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
-       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
+-- Step 3 of move_done_job: the job marked done where it is, if it is still running (its dedupe key
+-- is kept "forever").
+UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL
  WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: discard_jobs
@@ -287,13 +344,19 @@ DELETE j FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state)
 DELETE FROM mysqlq_jobs WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: job_state
--- Where one job stands, for the producer's job() (its result included).
+-- Where one job stands, for the producer's job() (its result included): live, or in the history
+-- (one statement, one snapshot: a job moving between the two is found once).
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
        finished_at, last_error, result, payload, dedupe_key
-  FROM mysqlq_jobs WHERE id = %(id)s;
+  FROM mysqlq_jobs WHERE id = %(id)s
+UNION ALL
+SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
+       finished_at, last_error, result, payload, dedupe_key
+  FROM mysqlq_jobs_history WHERE id = %(id)s;
 
 -- name: job_state_by_key
--- The same for the job holding a dedupe key (one row of the unique index).
+-- The same for the job holding a dedupe key (one row of the unique index): always a live job (a job
+-- that ends frees an 'active' key, and one kept "forever" stays live).
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
        finished_at, last_error, result, payload, dedupe_key
   FROM mysqlq_jobs WHERE dedupe_key = %(key)s;
@@ -303,11 +366,11 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enq
 -- before mysqlq enqueues on it).
 SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'mysqlq_jobs';
 
--- name: complete_job_with_result
--- Record one finished job and the JSON its handler returned (handlers that return nothing are
--- completed by the statements above, with the batch).
-UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
-       dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key), result = %(result)s
+-- name: store_result
+-- The JSON a job's handler returned, written into its running row before the job ends (and moves
+-- with it): fenced like the statements that end it, and only on a job nobody waits for (the
+-- worker ends those with their result, releasing their dependents).
+UPDATE mysqlq_jobs SET result = %(result)s
  WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: retry_job
@@ -320,8 +383,14 @@ UPDATE mysqlq_jobs
 
 -- name: record_progress
 -- A job's progress, as its handler last reported it (written at most once a second), by the worker
--- that runs or ran it: a report that arrives after the job ended is still its last one.
+-- that runs or ran it: a report that arrives after the job ended is still its last one
+-- (record_progress_ended, when this changed no row).
 UPDATE mysqlq_jobs SET progress = %(fraction)s, progress_note = %(note)s
+ WHERE id = %(id)s AND worker_id = %(worker_id)s;
+
+-- name: record_progress_ended
+-- record_progress for a job that ended done and moved into the history.
+UPDATE mysqlq_jobs_history SET progress = %(fraction)s, progress_note = %(note)s
  WHERE id = %(id)s AND worker_id = %(worker_id)s;
 
 -- name: snooze_job
