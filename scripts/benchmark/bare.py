@@ -135,6 +135,7 @@ class Statements:
         # The worker's queries: the first claim with its read-back, then each later one after the
         # ack of the batch before it (None: the three statements one by one).
         self.first, self.next = given.get("first"), given.get("next")
+        self.ended_sets = int(given.get("ended_sets", 1))  # the results of the ack's statements in "next"
         self.fixed = {"worker_id": os.getpid(), "worker": f"ceiling:{os.getpid()}", "lease_us": 60_000_000,
                       "queue": "default"}
 
@@ -148,7 +149,8 @@ class Statements:
             cur.execute(self.first, params)
         else:
             cur.execute(self.next, {**params, "ended_batch_id": ended})
-            cur.nextset()
+            for _ in range(self.ended_sets):
+                cur.nextset()
         cur.nextset()
         return list(cur.fetchall())
 

@@ -165,6 +165,7 @@ def ceiling_statements() -> str:
     read-back)."""
     return json.dumps({"claim": query("claim_batch"), "fetch": query("fetch_batch"), "ack": query("complete_batch"),
                        "first": claims.claim_query(False), "next": claims.claim_query(True),
+                       "ended_sets": len(claims.batch_completion(False)),
                        "waiting": "SELECT 1 FROM mysqlq_jobs WHERE ready_queue = 'default' LIMIT 1"})
 
 
