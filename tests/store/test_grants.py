@@ -74,7 +74,7 @@ def test_the_page_grants_the_worker_every_table_of_the_schema(qdb: QueueDB) -> N
     assert named == tables  # a table added by a migration needs its grants on the page
     for role in ("producer", "dashboard", "dashboard-actions", "operator"):
         assert {t for grant in page_grants(role) for t in re.findall(r"\{db\}\.(\w+)", grant)} <= tables
-    assert page_grants("migrate") == ["GRANT CREATE, ALTER, SELECT, INSERT, UPDATE ON {db}.* TO {user}"]
+    assert page_grants("migrate") == ["GRANT CREATE, ALTER, SELECT, INSERT, UPDATE, DELETE ON {db}.* TO {user}"]
 
 
 # ------------------------------------------------------------------------------------ a producer
