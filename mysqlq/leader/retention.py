@@ -6,9 +6,10 @@ Done and cancelled jobs are kept for ``retain_done`` (7 days by default), dead j
 Workers do it themselves: the leading worker's maintainer (mysqlq.leader.maintainer) runs
 :meth:`Retention.run` on the worker's background thread, and the ``mysqlq_maintenance`` row
 ``retention`` makes it one turn per ``retention_interval`` across all workers, whoever leads. Each
-batch is one plain read of up to ``retention_batch`` ids on the (status, run_at) index and one
-autocommit DELETE of those ids by
-primary key; a turn stops after a short time budget and asks to run again soon if work is left.
+batch is one plain read of up to ``retention_batch`` ids of one status and queue on an index of the
+(status, queue, finished_at) of one table (the live mysqlq_jobs, then mysqlq_jobs_history, where done
+jobs move when they end) and one autocommit DELETE of those ids by primary key in that table; a turn
+stops after a short time budget and asks to run again soon if work is left.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class Purge:
             self.deleted[status] = 0
 
     def count(self) -> int:
-        """How many jobs are to be deleted now (a count over the index, for progress bars)."""
+        """How many jobs are to be deleted now, in the live table and the history (a count over their
+        indexes, for progress bars)."""
         return sum(self.counts().values())
 
     def counts(self) -> dict[str, int]:

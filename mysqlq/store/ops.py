@@ -46,10 +46,17 @@ def in_history(cur: Cursor, statement: str, filters: dict[str, Any], *, before: 
     while high > floor and len(rows) < limit:
         low = max(floor, high - HISTORY_STEP)
         execute(cur, statement, {**filters, "low": low, "high": high, "limit": limit - len(rows)})
-        found = _rows(cur)
+        found = newest(_rows(cur), limit - len(rows))
         rows += found
         high = found[-1]["id"] if len(rows) >= limit else low
     return HistoryPage(rows, 0 if high <= 1 else high)
+
+
+def newest(rows: list[dict[str, Any]], limit: int | None = None) -> list[dict[str, Any]]:
+    """The newest ``limit`` of these rows (None: all), newest first: how the rows a statement read from
+    the live table and from the history (each its newest first) become one list."""
+    rows.sort(key=lambda row: row["id"], reverse=True)
+    return rows if limit is None else rows[:limit]
 
 
 def _rows(cur: Cursor) -> list[dict[str, Any]]:
@@ -77,8 +84,9 @@ def tagged(cur: Cursor, tag: str, *, queue: str | None, status: str | None, hand
         ids = [int(row[0]) for row in cur.fetchall()]
         read += len(ids)
         if ids:
-            execute_in(cur, "list_jobs_by_id", ids, queue, queue, status, status, handler, handler)
-            found = _rows(cur)
+            filters = (queue, queue, status, status, handler, handler)
+            execute_in(cur, "list_jobs_by_id", ids, *filters, *ids, *filters)  # the live table's, the history's
+            found = newest(_rows(cur))
             wanted = limit - len(rows)
             rows += found[:wanted]
             if len(found) > wanted:  # the page ends inside this step: the next one starts after its last row
@@ -91,10 +99,12 @@ def tagged(cur: Cursor, tag: str, *, queue: str | None, status: str | None, hand
 
 def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None,
               limit: int, tag: str | None = None) -> list[dict[str, Any]]:
-    """Jobs newest first. With a tag: those :func:`tagged` finds. Of one status, on mysqlq_jobs_state:
-    running jobs from their own range, the others queue by queue (each queue's newest, merged), so a
-    status reads no more than ``limit`` rows per queue however long the history is; of one queue,
-    every status so, merged. Of a handler, done or of any status: those among the newest HISTORY_WINDOW jobs."""
+    """Jobs newest first, from the live table and the history alike. With a tag: those :func:`tagged`
+    finds. Of one status, on mysqlq_jobs_state (and the history's mysqlq_jobs_history_ended): running
+    jobs from their own range, the others queue by queue (each queue's newest of each table, merged),
+    so a status reads no more than ``limit`` rows per queue and table however long the history is;
+    of one queue, every status so, merged. Of a handler, done or of any status: those among the newest
+    HISTORY_WINDOW jobs."""
     if tag is not None:
         return tagged(cur, tag, queue=queue, status=status, handler=handler, before=None, limit=limit).rows
     params = {"queue": queue, "handler": handler, "limit": limit}
@@ -110,7 +120,7 @@ def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: st
         return rows[:limit]
     if status is None:
         execute(cur, "list_jobs", params)
-        return _rows(cur)
+        return newest(_rows(cur), limit)
     if status == Status.RUNNING:
         execute(cur, "list_running_jobs", params)
         return _rows(cur)
@@ -156,13 +166,14 @@ def count_live(cur: Cursor) -> dict[tuple[str, str], int]:
 
 
 def count_capped(cur: Cursor, status: str, cap: int) -> dict[str, int]:
-    """Queue → jobs of ``status`` (not running), counted exactly up to ``cap``; ``cap + 1`` means
-    more than ``cap``. Reads at most cap + 1 index entries per queue."""
+    """Queue → jobs of ``status`` (not running) in the live table and the history, counted exactly up
+    to ``cap``; ``cap + 1`` means more than ``cap``. Reads at most cap + 1 index entries per queue
+    in each table."""
     counts = {}
     for queue in queues_with(cur, status):
         execute(cur, "count_capped", {"status": status, "queue": queue, "cap": cap + 1})
         row = cur.fetchone()
-        counts[queue] = int(row[0]) if row else 0
+        counts[queue] = min(int(row[0]), cap + 1) if row else 0
     return counts
 
 
@@ -197,7 +208,7 @@ def change_jobs(cur: Cursor, statement: str, ids: Sequence[int], allowed: Sequen
     """In one short transaction: lock the named jobs, let ``check(found)`` refuse (by raising), then
     run ``statement`` over them. ``found`` maps each existing id to (status, queue)."""
     with transaction(cur.connection):
-        execute_in(cur, "lock_jobs", ids)
+        execute_in(cur, "lock_jobs", ids, *ids)  # the live table's, then the history's
         found = {int(row[0]): (str(row[1]), str(row[2])) for row in cur.fetchall()}
         check(found)
         changed = execute_in(cur, statement, ids)
@@ -266,7 +277,8 @@ def throughput(cur: Cursor, window: float) -> dict[str, tuple[int, int]]:
     queues = sorted(set(queues_with(cur, Status.DONE)) | set(queues_with(cur, Status.DEAD)))
     if not queues:
         return {}
-    execute_in(cur, "throughput", queues, round(window * 1e6))
+    window_us = round(window * 1e6)
+    execute_in(cur, "throughput", queues, window_us, *queues, window_us)  # the live table's, the history's
     return {str(row[0]): (int(row[1] or 0), int(row[2] or 0)) for row in cur.fetchall()}
 
 
@@ -279,6 +291,8 @@ def cutoff(cur: Cursor, age: float) -> dt.datetime:
 
 
 def count_expired(cur: Cursor, status: str, before: dt.datetime, queue: str | None = None) -> int:
+    """How many jobs of ``status`` (of ``queue``, else of every queue) ended before ``before``, in the
+    live table and the history."""
     total = 0
     for name in [queue] if queue is not None else queues_with(cur, status):
         execute(cur, "count_expired", {"status": status, "cutoff": before, "queue": name})
@@ -287,15 +301,23 @@ def count_expired(cur: Cursor, status: str, before: dt.datetime, queue: str | No
     return total
 
 
+# The tables a retention walk reads in each queue, in this order, each with its pair of statements
+# (the expired jobs, their delete): the live table first, so that a job moved into the history while
+# the walk is in its queue is met there next.
+TABLES = ("live", "history")
+EXPIRED = {"live": ("expired_jobs", "delete_jobs"), "history": ("expired_history_jobs", "delete_history_jobs")}
+
+
 @dataclass
 class Walk:
     """Where a retention walk of one status stands: the queue it is in (``queue``: only that one),
-    and the last (finished_at, id) it went past there."""
+    the table it reads there (live, then history) and the last (finished_at, id) it went past in it."""
 
     status: str
     before: dt.datetime
     queue: str | None = None
     current: str | None = None
+    table: str = TABLES[0]
     after_finished_at: dt.datetime = START
     after_id: int = 0
     done: bool = False
@@ -311,28 +333,37 @@ class Walk:
         if found is None:
             self.done = True
             return False
-        self.current, self.after_finished_at, self.after_id = found, START, 0
+        self.current, self.table, self.after_finished_at, self.after_id = found, TABLES[0], START, 0
         return True
+
+    def next_table(self, cur: Cursor) -> bool:
+        """Move on to the next table of this queue, else to the next queue; False when there is none."""
+        if self.table != TABLES[-1]:
+            self.table, self.after_finished_at, self.after_id = TABLES[TABLES.index(self.table) + 1], START, 0
+            return True
+        return self.next_queue(cur)
 
 
 def delete_expired(cur: Cursor, walk: Walk, limit: int) -> int:
     """Delete the next ``limit`` expired jobs of the walk: one plain read of a (status, queue) range
-    of mysqlq_jobs_state, then one short autocommit DELETE by primary key. Returns how many were
-    deleted; sets ``walk.done`` at the end."""
+    of the live table's mysqlq_jobs_state or the history's mysqlq_jobs_history_ended, then one short
+    autocommit DELETE by primary key in that table. Returns how many were deleted; sets
+    ``walk.done`` at the end."""
     if walk.current is None and not walk.next_queue(cur):
         return 0
     while True:
         params = {"status": walk.status, "cutoff": walk.before, "queue": walk.current, "limit": limit,
                   "after_finished_at": walk.after_finished_at, "after_id": walk.after_id}
-        execute(cur, "expired_jobs", params)
+        expired, delete = EXPIRED[walk.table]
+        execute(cur, expired, params)
         rows = cur.fetchall()
         if len(rows) < limit:
-            walk.next_queue(cur)  # this queue is through: on to the next (done when none is left)
+            walk.next_table(cur)  # this table of the queue is through: on to the next (done when none is left)
         else:
             walk.after_id, walk.after_finished_at = int(rows[-1][0]), rows[-1][1]
         if rows:
             ids = [int(row[0]) for row in rows]
-            deleted = execute_in(cur, "delete_jobs", ids, walk.status, walk.before)
+            deleted = execute_in(cur, delete, ids, walk.status, walk.before)
             dependencies.forget(cur, ids)
             execute_in(cur, "delete_job_tags", ids)  # those of the jobs deleted (a job retried meanwhile keeps its own)
             return deleted

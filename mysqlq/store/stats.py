@@ -25,9 +25,10 @@ def queue_stats(cur: Cursor, window: float = THROUGHPUT_WINDOW, cap: int = HISTO
     paused, whether it keeps its done jobs (``history``: see `mysqlq history`), and its throughput:
     jobs that ended done or dead in the last ``window`` seconds.
 
-    Ready, scheduled, blocked and running jobs are counted exactly. Finished ones (done, dead, cancelled)
-    are counted up to ``cap`` per queue: a count that reached it is ``cap`` and its status is listed
-    in ``capped`` (the table shows "10000+"), so that no figure reads the whole history.
+    Ready, scheduled, blocked and running jobs are counted exactly. Finished ones (done, dead, cancelled),
+    in the live table and the history alike, are counted up to ``cap`` per queue: a count that reached
+    it is ``cap`` and its status is listed in ``capped`` (the table shows "10000+"), so that no figure
+    reads the whole history.
     """
     found: dict[str, dict[str, Any]] = {}
     for (queue, status), count in ops_store.count_live(cur).items():

@@ -50,7 +50,7 @@ def finished_between(cur: Cursor, after: dt.datetime, upto: dt.datetime) -> dict
     queues = finished_queues(cur)
     if not queues:
         return {}
-    execute_in(cur, "web_finished_between", queues, after, upto)
+    execute_in(cur, "web_finished_between", queues, after, upto, *queues, after, upto)  # live table, history
     return {(str(queue), str(status)): int(count) for queue, status, count in cur.fetchall()}
 
 
@@ -59,7 +59,7 @@ def finished_per_minute(cur: Cursor, minutes: int) -> list[tuple[str, str, int, 
     queues = finished_queues(cur)
     if not queues:
         return []
-    execute_in(cur, "web_finished_per_minute", queues, minutes)
+    execute_in(cur, "web_finished_per_minute", queues, minutes, *queues, minutes)  # live table, history
     return [(str(q), str(s), int(ago), int(n)) for q, s, ago, n in cur.fetchall()]
 
 
@@ -85,7 +85,7 @@ def jobs_page(cur: Cursor, *, queue: str | None, status: str | None, handler: st
     name = statements.get(status, "web_list_jobs_in_state")
     execute(cur, name, {**filters, "before": before, "limit": limit + 1})
     names = [d[0] for d in cur.description or ()]
-    rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    rows = ops_store.newest([dict(zip(names, row, strict=True)) for row in cur.fetchall()], limit + 1)
     return ops_store.HistoryPage(rows[:limit], rows[limit - 1]["id"] if len(rows) > limit else 0)
 
 
@@ -114,7 +114,9 @@ def workflow(cur: Cursor, job_id: int, limit: int) -> Workflow:
     ids, whole = dependencies.workflow_part(cur, job_id, limit)
     jobs: list[dict[str, Any]] = []
     for start in range(0, len(ids), 1000):
-        execute_in(cur, "web_jobs_by_id", ids[start:start + 1000])
+        chunk = ids[start:start + 1000]
+        execute_in(cur, "web_jobs_by_id", chunk, *chunk)  # the live table's, the history's
         names = [d[0] for d in cur.description or ()]
         jobs += [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    jobs.sort(key=lambda job: job["id"])
     return Workflow(jobs, dependencies.parents_within(cur, ids), whole)

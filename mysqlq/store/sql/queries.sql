@@ -545,7 +545,8 @@ SELECT LAST_INSERT_ID();
 
 -- ---------------------------------------------------------------- stats
 -- Live jobs are counted exactly (they are few: what workers have not finished yet); history is
--- counted up to a cap, so that no count reads more than a bounded part of it.
+-- counted up to a cap, so that no count reads more than a bounded part of it. A statement of
+-- finished jobs reads the live table and mysqlq_jobs_history alike, in the one statement.
 
 -- name: count_waiting
 -- Ready, scheduled, blocked and waiting jobs per queue: their ranges of mysqlq_jobs_state, read
@@ -561,19 +562,31 @@ SELECT queue, COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
  GROUP BY queue;
 
 -- name: count_capped
--- Jobs of one finished status in one queue, counting no further than the cap (a cap + 1 result
--- means "at least the cap"): one range of mysqlq_jobs_state, cut short.
+-- Jobs of one finished status in one queue, counting no further than the cap in each table (a
+-- result that reaches the cap means "at least the cap"; the sum may reach twice it): one range of
+-- mysqlq_jobs_state in the live table and one of mysqlq_jobs_history_ended in the history, each
+-- cut short.
 SELECT COUNT(*) FROM (
-  SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-   WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s
-   LIMIT %(cap)s
+  (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+    WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s
+    LIMIT %(cap)s)
+  UNION ALL
+  (SELECT 1 FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
+    WHERE status = %(status)s AND queue = %(queue)s
+    LIMIT %(cap)s)
 ) AS capped;
 
 -- name: next_queue
--- The first queue after a name that has jobs of a status (not running): one index dive, so that
--- the queues of a status are listed in as many dives as there are queues.
-SELECT MIN(queue) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
- WHERE running_batch IS NULL AND status = %(status)s AND queue > %(after)s;
+-- The first queue after a name that has jobs of a status (not running), in either table: one
+-- dive into mysqlq_jobs_state and one into mysqlq_jobs_history_ended, so that the queues of a
+-- status are listed in as many pairs of dives as there are queues.
+SELECT MIN(queue) FROM (
+  SELECT MIN(queue) AS queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+   WHERE running_batch IS NULL AND status = %(status)s AND queue > %(after)s
+  UNION ALL
+  SELECT MIN(queue) FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
+   WHERE status = %(status)s AND queue > %(after)s
+) AS firsts;
 
 -- name: running_queues
 -- Queues with running jobs (the running rows of mysqlq_jobs_state).
