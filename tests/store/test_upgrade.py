@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from mysqlq_harness.jobs import EVERY_JOB
 
-from mysqlq.store import execute
-from mysqlq.store import schema
+from mysqlq.store import execute, schema
 from mysqlq.store.schema import IN_ID_RANGES, _in_id_ranges, latest_version, migrate
 from mysqlq.store.sql import migrations
 
