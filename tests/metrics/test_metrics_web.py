@@ -180,7 +180,8 @@ def test_a_scrape_reads_the_live_jobs_and_recent_history_only(big: Connection) -
 
 
 def test_the_dashboards_own_statements_read_no_history(big: Connection) -> None:  # noqa: F811
-    assert rows_read(big, expand("web_finished_per_minute", 2), ["hot", "other", 60]) <= 3 * RECENT
+    # Each table's range of the window (and the ends of its ranges), then the temporary table that groups them.
+    assert rows_read(big, expand("web_finished_per_minute", 2), ["hot", "other", 60] * 2) <= 3 * RECENT + 20
     assert rows_read(big, query("web_running_jobs"), {"limit": 1000}) <= 2
     per_page_row = reads_per_updated_row(big) - 1  # MySQL's counters show one more read per row of a page
     for filters in [{"queue": "hot", "status": "ready"},
