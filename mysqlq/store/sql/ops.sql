@@ -132,10 +132,12 @@ UNION ALL
 -- The jobs an operator names, locked (in a short transaction) until the change is written: by
 -- primary key in the live table, then in the history (the ids given twice). Each part reads the
 -- newest committed rows, the live table first: a job moved meanwhile is found in the history (a done
--- job there gets the answer it got in the live table), and never twice.
+-- job there gets the answer it got in the live table), and never twice. A history row is final and
+-- only read: a shared lock holds it (against retention) and needs no more than SELECT on the table
+-- (FOR UPDATE needs UPDATE there on MySQL, which the dashboard's grants do not give).
 (SELECT id, status, queue FROM mysqlq_jobs WHERE id IN ({ids}) FOR UPDATE)
 UNION ALL
-(SELECT id, status, queue FROM mysqlq_jobs_history WHERE id IN ({ids}) FOR UPDATE);
+(SELECT id, status, queue FROM mysqlq_jobs_history WHERE id IN ({ids}) LOCK IN SHARE MODE);
 
 -- name: retry_jobs
 -- Dead jobs go back to ready with a fresh set of attempts; last_error is kept for the record. Dead
