@@ -12,7 +12,7 @@ import MySQLdb
 
 from mysqlq.core.config import ClaimStrategy
 from mysqlq.core.jobs import ClaimedJob, claimed_jobs
-from mysqlq.store import dependencies, execute, execute_in
+from mysqlq.store import dependencies, execute, execute_in, expand
 from mysqlq.store.db import Connection, Cursor, transaction
 from mysqlq.store.sql import query
 
@@ -87,44 +87,70 @@ def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker:
     return execute(cur, "claim_batch", _claim_params(queue, batch_id, worker_id, worker, lease, limit))
 
 
-# The statements that end a batch's rest as done, in one transaction: its jobs copied into the
-# history, deleted from the live table, and those that stay live (a dedupe key kept "forever")
-# marked done there. With ``discard`` (their queue keeps no history): one delete.
-MOVE_BATCH = ("move_done_batch", "delete_done_batch", "complete_batch")
+# The statements that end jobs done, in one transaction: the jobs copied into the history, deleted
+# from the live table, and those that stay live (a dedupe key kept "forever") marked done there.
+# The third only where such a job may be among them (``in_place``; a job says so when claimed:
+# ClaimedJob.keeps_key). A job it would have marked and did not stays running, and the caller,
+# which counts what the statements ended, finds it as after any completion that ended fewer jobs
+# than it named. With ``discard`` (their queue keeps no history): one delete.
+MOVE_BATCH = ("move_done_batch", "delete_done_batch", "complete_batch")  # the rest of a batch
+MOVE_JOBS = ("move_done_jobs", "delete_done_jobs", "complete_jobs")  # jobs of a batch, by id
 
 
-def batch_completion(discard: bool) -> list[str]:
+def _steps(steps: tuple[str, ...], in_place: bool) -> tuple[str, ...]:
+    return steps if in_place else steps[:2]
+
+
+def batch_completion(discard: bool, in_place: bool = True) -> list[str]:
     """The statements of a batch's completion (see :data:`MOVE_BATCH`), with its transaction."""
     if discard:
         return [query("discard_batch")]
-    return ["START TRANSACTION", *(query(name) for name in MOVE_BATCH), "COMMIT"]
+    return ["START TRANSACTION", *(query(name) for name in _steps(MOVE_BATCH, in_place)), "COMMIT"]
+
+
+def _ended(counts: Sequence[int], discard: bool, in_place: bool) -> int:
+    """The jobs a completion of :func:`batch_completion`'s shape ended, from each statement's row
+    count: deleted; or copied into the history, and marked done in place."""
+    if discard:
+        return counts[0]
+    return counts[1] + (counts[3] if in_place else 0)
 
 
 @cache
-def claim_query(ended: bool, discard: bool = False) -> str:
+def claim_query(ended: bool, discard: bool = False, in_place: bool = True) -> str:
     """The query of :func:`claim_and_fetch`: the claim and the read-back, after the completion of
-    the batch that ``ended`` (its jobs deleted, with ``discard``: their queue keeps no history)."""
+    the batch that ``ended`` (its jobs deleted, with ``discard``: their queue keeps no history;
+    ``in_place``: some of them may stay live, see :data:`MOVE_BATCH`)."""
     statements = [query("claim_batch"), query("fetch_batch")]
     if ended:  # the batch that ended goes first, its token under a name of its own beside the new one
-        completion = [s.replace("%(batch_id)s", "%(ended_batch_id)s") for s in batch_completion(discard)]
+        completion = [s.replace("%(batch_id)s", "%(ended_batch_id)s") for s in batch_completion(discard, in_place)]
         statements[:0] = completion
     return ";\n".join(statements)
 
 
 @cache
-def _claim_query_bytes(ended: bool, discard: bool) -> bytes:
-    return claim_query(ended, discard).encode()
+def _claim_query_bytes(ended: bool, discard: bool, in_place: bool) -> bytes:
+    return claim_query(ended, discard, in_place).encode()
+
+
+def _results(conn: Connection, statements: int) -> list[int]:
+    """The row counts of a query's first ``statements`` statements, each result passed over."""
+    counts = []
+    for _ in range(statements):
+        counts.append(int(conn.affected_rows()))
+        conn.next_result()
+    return counts
 
 
 def claim_and_fetch(
     conn: Connection, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int,
-    ended: int | None = None, discard: bool = False,
+    ended: int | None = None, discard: bool = False, in_place: bool = True,
 ) -> tuple[int | None, int, list[ClaimedJob]]:
     """:func:`claim_update`, then :func:`fetch_batch` (every job of the batch, whatever queue it came
     from), sent as one query: one round trip instead of two, on a connection that takes several
     statements in one query (``connect(multi_statements=True)``: the worker's own). With ``ended``,
     the :func:`complete_batch` of that batch goes first in the same query (its jobs deleted with
-    ``discard``). Returns what the completion changed (None without ``ended``), how many jobs the
+    ``discard``; ``in_place`` as there). Returns what the completion changed (None without ``ended``), how many jobs the
     claim took, and the batch read back.
 
     The completion goes first, not last where the worker could run the new batch while the server
@@ -144,13 +170,9 @@ def claim_and_fetch(
     escaped = {name.encode(): literal(value) for name, value in params.items()}
     completed: int | None = None
     try:
-        conn.query(_claim_query_bytes(ended is not None, discard) % escaped)
+        conn.query(_claim_query_bytes(ended is not None, discard, in_place) % escaped)
         if ended is not None:
-            counts = []
-            for _ in batch_completion(discard):
-                counts.append(int(conn.affected_rows()))
-                conn.next_result()
-            completed = counts[0] if discard else counts[1] + counts[3]  # moved, and marked done in place
+            completed = _ended(_results(conn, len(batch_completion(discard, in_place))), discard, in_place)
         claimed = int(conn.affected_rows())
         conn.next_result()
         jobs = claimed_jobs(conn.store_result().fetch_row(0))
@@ -197,29 +219,50 @@ def completed_ids(cur: Cursor, batch_id: int, ids: Sequence[int]) -> set[int]:
 
 
 def _moved(cur: Cursor, steps: Sequence[str], run: Callable[[str], int]) -> int:
-    """Run the three statements that end jobs done (copy into the history, delete, mark done in
-    place those that stay live) in the caller's transaction; returns the jobs ended."""
-    copied, _, in_place = (run(step) for step in steps)
-    return copied + in_place
+    """Run the statements that end jobs done (copy into the history, delete, and mark done in place
+    those that stay live, unless ``steps`` leaves that out) in the caller's transaction; returns the
+    jobs ended."""
+    counts = [run(step) for step in steps]
+    return counts[0] + sum(counts[2:])
 
 
-def complete(cur: Cursor, batch_id: int, ids: Sequence[int], discard: bool = False) -> int:
+def complete(cur: Cursor, batch_id: int, ids: Sequence[int], discard: bool = False, in_place: bool = True,
+             merged: bool = False) -> int:
     """Jobs of a batch done, in a transaction of their own: moved into the history (or deleted with
-    ``discard``: their queue keeps no history)."""
+    ``discard``: their queue keeps no history; ``in_place``: see :data:`MOVE_BATCH`). ``merged``: the
+    connection takes several statements in one query (the worker's own), and the transaction goes
+    as one, a round trip instead of five."""
     if discard:
         return execute_in(cur, "discard_jobs", ids, before=(batch_id,))
+    steps = _steps(MOVE_JOBS, in_place)
+    if merged:
+        return _complete_merged(cur.connection, [batch_id, *ids], steps, in_place)
     with transaction(cur.connection):
-        return _moved(cur, ("move_done_jobs", "delete_done_jobs", "complete_jobs"),
-                      lambda name: execute_in(cur, name, ids, before=(batch_id,)))
+        return _moved(cur, steps, lambda name: execute_in(cur, name, ids, before=(batch_id,)))
 
 
-def complete_batch(cur: Cursor, batch_id: int, discard: bool = False) -> int:
+def _complete_merged(conn: Connection, params: Sequence[int], steps: Sequence[str], in_place: bool) -> int:
+    """:func:`complete`'s transaction as one query; rolled back if it fails half-way (as in
+    :func:`claim_and_fetch`)."""
+    values = tuple(conn.literal(value) for value in params)
+    statements = [b"START TRANSACTION", *(expand(name, len(params) - 1).encode() % values for name in steps),
+                  b"COMMIT"]
+    try:
+        conn.query(b";\n".join(statements))
+        return _ended(_results(conn, len(statements)), False, in_place)
+    except BaseException:
+        with contextlib.suppress(MySQLdb.Error):
+            conn.rollback()
+        raise
+
+
+def complete_batch(cur: Cursor, batch_id: int, discard: bool = False, in_place: bool = True) -> int:
     """The rest of a batch done, in a transaction of its own: moved into the history, or deleted
-    with ``discard``."""
+    with ``discard`` (``in_place``: see :data:`MOVE_BATCH`)."""
     if discard:
         return execute(cur, "discard_batch", {"batch_id": batch_id})
     with transaction(cur.connection):
-        return _moved(cur, MOVE_BATCH, lambda name: execute(cur, name, {"batch_id": batch_id}))
+        return _moved(cur, _steps(MOVE_BATCH, in_place), lambda name: execute(cur, name, {"batch_id": batch_id}))
 
 
 def complete_one(cur: Cursor, batch_id: int, job_id: int, result: bytes | None = None, discard: bool = False) -> int:

@@ -162,11 +162,13 @@ class Batches:
             elif final_only or batch.buffer.due():
                 self.flush(batch, final=False)
 
-    def ending(self) -> tuple[int, bool] | None:
-        """HeldCompletion: the held batch's token, for the claim to complete, and whether its jobs are
-        deleted (their queue keeps no history)."""
+    def ending(self) -> tuple[int, bool, bool] | None:
+        """HeldCompletion: the held batch's token, for the claim to complete, whether its jobs are
+        deleted (their queue keeps no history), and whether one of them may stay live."""
         held = self.held
-        return (held.batch_id, bool(held.buffer.discarded)) if held is not None else None
+        if held is None:
+            return None
+        return held.batch_id, bool(held.buffer.discarded), held.buffer.in_place
 
     def completed(self, count: int) -> None:
         """HeldCompletion: the held batch's completion went with a claim and changed ``count`` rows."""

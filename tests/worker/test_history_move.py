@@ -144,3 +144,79 @@ def test_a_completion_that_fails_half_way_in_the_claims_query_leaves_no_transact
         conn.close()
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 0
     assert sorted(row[0] for row in qdb.query("SELECT id FROM mysqlq_jobs_history")) == ids
+
+
+def test_the_claim_says_which_jobs_keep_their_key_and_a_completion_marks_in_place_only_when_told(
+        qdb: QueueDB) -> None:
+    """fetch_batch flags a job whose dedupe key is kept forever (it stays live when done). A completion
+    told none is among its jobs leaves such a job running, so the count it returns is short and the
+    caller finds it as a job the completion did not end; told there may be one, it marks it done."""
+    with qdb.producer() as producer:
+        forever = producer.enqueue("test.record", dedupe_key="order-1")
+        active = producer.enqueue("test.record", dedupe_key="order-2", dedupe_scope="active")
+        plain = producer.enqueue("test.record")
+    conn = connect(Dsn.parse(qdb.dsn), multi_statements=True)
+    try:
+        with conn.cursor() as cur:
+            assert claims.claim_update(cur, "default", 333, 0, "w", 60, 10) == 3
+            keeps = {job.id: job.keeps_key for job in claims.fetch_batch(cur, 333)}
+            assert keeps == {forever: 1, active: 0, plain: 0}
+            ids = [forever, active, plain]
+            assert claims.complete(cur, 333, ids, in_place=False, merged=True) == 2
+            assert claims.completed_ids(cur, 333, ids) == {active, plain}
+            assert claims.complete(cur, 333, ids, in_place=True, merged=True) == 1
+            assert claims.completed_ids(cur, 333, ids) == set(ids)
+    finally:
+        conn.close()
+    assert qdb.query("SELECT id, status FROM mysqlq_jobs") == [(forever, "done")]
+    assert sorted(row[0] for row in qdb.query("SELECT id FROM mysqlq_jobs_history")) == [active, plain]
+
+
+def test_a_few_jobs_completed_in_one_query_are_fenced_and_a_failure_half_way_leaves_no_transaction_open(
+        qdb: QueueDB) -> None:
+    """complete(merged=True) sends its transaction as one query: only the jobs its batch still holds
+    move, and a lock wait timeout in it is rolled back before the error goes on."""
+    ids = claimed(qdb, 111, 3)
+    qdb.query("UPDATE mysqlq_jobs SET status = 'ready', ready_queue = queue, running_batch = NULL, batch_id = NULL "
+              "WHERE id = %s", (ids[0],))  # the reaper gave one back
+    other = connect(Dsn.parse(qdb.dsn))
+    conn = connect(Dsn.parse(qdb.dsn), multi_statements=True)
+    try:
+        with other.cursor() as cur:
+            other.begin()
+            cur.execute("SELECT id FROM mysqlq_jobs WHERE id = %s FOR UPDATE", (ids[2],))
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
+            cur.execute("SELECT CONNECTION_ID()")
+            connection_id = int(cur.fetchone()[0])
+            with pytest.raises(MySQLdb.OperationalError) as failed:
+                claims.complete(cur, 111, ids, merged=True)
+            assert failed.value.args[0] == 1205
+            assert qdb.scalar("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = %s",
+                              (connection_id,)) == 0
+            other.rollback()
+            assert claims.complete(cur, 111, ids, merged=True) == 2
+            assert claims.complete(cur, 111, ids, merged=True) == 0  # again: nothing left to move
+    finally:
+        other.close()
+        conn.close()
+    assert dict(qdb.query("SELECT id, status FROM mysqlq_jobs")) == {ids[0]: "ready"}
+    assert sorted(row[0] for row in qdb.query("SELECT id FROM mysqlq_jobs_history")) == ids[1:]
+
+
+def test_a_worker_writing_as_it_goes_ends_every_job_where_it_belongs(qdb: QueueDB) -> None:
+    """Successes written a few at a time while the batch runs (one query each), jobs whose key is
+    kept forever among them and not: every job runs once and ends done in the right table."""
+    with qdb.producer() as producer:
+        kept = [producer.enqueue("test.record", {"sleep": 0.02}, dedupe_key=f"k-{i}") for i in range(10)]
+        moved = producer.enqueue_many([Job("test.record", {"sleep": 0.02}) for _ in range(30)])
+        assert moved == 30
+    procs = [qdb.worker("--burst", "--batch-size", "20", "--concurrency", "2", "--flush-interval", "0.03")
+             for _ in range(2)]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0, qdb.logs()
+    runs = collections.Counter(record[0] for record in qdb.records())
+    assert len(runs) == 40 and set(runs.values()) == {1}
+    assert dict(qdb.query("SELECT id, status FROM mysqlq_jobs")) == dict.fromkeys(kept, "done")
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history WHERE status = 'done'") == 30
+    assert in_both(qdb) == 0

@@ -233,7 +233,7 @@ UPDATE mysqlq_jobs
 -- Read a claimed batch back by its claim token (the jobs of the batch still running).
 -- The columns in the order of mysqlq.core.jobs.ClaimedJob's fields.
 SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key, snoozes, tags,
-       trace_context, waiting_for IS NOT NULL
+       trace_context, waiting_for IS NOT NULL, dedupe_key IS NOT NULL AND dedupe_scope = 'forever'
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) WHERE running_batch = %(batch_id)s
  ORDER BY priority, id;
 

@@ -39,9 +39,10 @@ class Claim:
 class HeldCompletion(Protocol):
     """The batch whose completion may go with the next claim (mysqlq.worker.batches.Batches)."""
 
-    def ending(self) -> tuple[int, bool] | None:
-        """The token of a batch that ended with plain successes only, held for the claim, and whether
-        its completion deletes them (their queue keeps no history); None: none."""
+    def ending(self) -> tuple[int, bool, bool] | None:
+        """The token of a batch that ended with plain successes only, held for the claim, whether
+        its completion deletes them (their queue keeps no history), and whether one of them may stay
+        live (``in_place`` of mysqlq.store.claims.complete_batch); None: none."""
 
     def completed(self, count: int) -> None:
         """That completion went with the claim and changed ``count`` rows."""
@@ -81,9 +82,9 @@ class Claimer:
 
                 def claim_and_fetch(conn: Connection, queue: str = queue,
                                     room: int = room) -> tuple[int | None, int, list[ClaimedJob]]:
-                    ended, discard = held if held is not None else (None, False)
+                    ended, discard, in_place = held if held is not None else (None, False, True)
                     return claims.claim_and_fetch(conn, queue, batch_id, worker_id, settings.worker_name,
-                                                  settings.lease, room, ended, discard)
+                                                  settings.lease, room, ended, discard, in_place)
 
                 completed, _, jobs = self.db.run_on(claim_and_fetch)
                 if completed is not None and ride_along is not None:

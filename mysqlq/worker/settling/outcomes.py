@@ -97,6 +97,7 @@ class OutcomeBuffer:
     woken: set[str] = field(default_factory=set)  # queues whose jobs waited for jobs written here, now ready
     lost: set[int] = field(default_factory=set)  # jobs added as "lost" since the last flush
     done_only: bool = True  # every job added since the last flush was done with nothing to store (add_done)
+    in_place: bool = False  # one of ``done`` stays live when done (its dedupe key is kept "forever")
 
     def add(self, job: ClaimedJob, outcome: Outcome) -> None:
         self.written.append((job, outcome))
@@ -111,7 +112,7 @@ class OutcomeBuffer:
             self.due_at = time.monotonic() + self.settings.flush_interval
         if outcome.kind == "done":
             if outcome.result is None:
-                (self.discarded if job.queue in self.discard else self.done).append(job.id)
+                self._add_done(job)
             else:
                 self.with_result.append((job.id, outcome.result, job.queue in self.discard))
         else:
@@ -122,7 +123,14 @@ class OutcomeBuffer:
         self.written.append((job, seconds))
         if self.due_at == math.inf:
             self.due_at = time.monotonic() + self.settings.flush_interval
-        (self.discarded if job.queue in self.discard else self.done).append(job.id)
+        self._add_done(job)
+
+    def _add_done(self, job: ClaimedJob) -> None:
+        if job.queue in self.discard:
+            self.discarded.append(job.id)
+        else:
+            self.done.append(job.id)
+            self.in_place = self.in_place or bool(job.keeps_key)
 
     def due(self, now: float | None = None) -> bool:
         return (time.monotonic() if now is None else now) >= self.due_at
@@ -144,9 +152,9 @@ class OutcomeBuffer:
         ``runs``: the spans the jobs ran in, when the worker traces: kept with those that others wait for.
         """
         done, discarded, with_result, failed = self.done, self.discarded, self.with_result, self.failed
-        entries, lost, done_only = self.written, self.lost, self.done_only
+        entries, lost, done_only, in_place = self.written, self.lost, self.done_only, self.in_place
         self.done, self.discarded, self.with_result, self.failed, self.written, self.lost = [], [], [], [], [], set()
-        self.due_at, self.next_retry, self.done_only = math.inf, None, True
+        self.due_at, self.next_retry, self.done_only, self.in_place = math.inf, None, True, False
         # Jobs that others wait for are left running by the statements below; they end afterwards,
         # in one transaction that releases what waits for them (mysqlq.store.dependencies).
         parents_done: dict[int, bytes | None] = {}
@@ -177,9 +185,10 @@ class OutcomeBuffer:
         if finished:
             if final and not (done and discarded):  # the batch's rest, all kept or all deleted
                 count = completed if completed is not None else db.run(
-                    lambda cur: claims.complete_batch(cur, batch_id, discard=bool(discarded)))
+                    lambda cur: claims.complete_batch(cur, batch_id, discard=bool(discarded), in_place=in_place))
             else:
-                count = sum(db.run(partial(claims.complete, batch_id=batch_id, ids=ids, discard=discard))
+                count = sum(db.run(partial(claims.complete, batch_id=batch_id, ids=ids, discard=discard,
+                                           in_place=in_place, merged=db.multi_statements))
                             for ids, discard in ((done, False), (discarded, True)) if ids)
             if count < len(finished):
                 parents_done.update(dict.fromkeys(self._not_done(db, batch_id, finished)))
