@@ -162,10 +162,11 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
 def ceiling_statements() -> str:
     """mysqlq's own claim, read-back and batch ack, for bare.py's ``--statements`` (the W1 ceiling),
     and the queries the worker sends them in (one per batch: the ended batch's ack, the claim, the
-    read-back)."""
+    read-back). Its jobs have no dedupe key, so the completion is the worker's for such a batch: without
+    the statement that marks forever-keyed jobs done in place."""
     return json.dumps({"claim": query("claim_batch"), "fetch": query("fetch_batch"), "ack": query("complete_batch"),
-                       "first": claims.claim_query(False), "next": claims.claim_query(True),
-                       "ended_sets": len(claims.batch_completion(False)),
+                       "first": claims.claim_query(False), "next": claims.claim_query(True, in_place=False),
+                       "ended_sets": len(claims.batch_completion(False, in_place=False)),
                        "waiting": "SELECT 1 FROM mysqlq_jobs WHERE ready_queue = 'default' LIMIT 1"})
 
 
