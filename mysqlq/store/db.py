@@ -106,15 +106,28 @@ FAILOVER_CONNECT_TIMEOUT = 3  # seconds per host when a DSN names several: a dea
 @contextlib.contextmanager
 def transaction(conn: Connection) -> Iterator[Connection]:
     """BEGIN, then COMMIT when the block ends, or ROLLBACK when it raises (the error goes on). The one
-    way mysqlq opens a transaction on a connection that is otherwise in autocommit."""
+    way mysqlq opens a transaction on a connection that is otherwise in autocommit.
+
+    Refused inside another on the same connection: the server would take the second BEGIN as a
+    COMMIT of the first, and what should have committed together would not."""
+    if getattr(conn, _IN_TRANSACTION, False):
+        raise RuntimeError("a transaction was opened inside another on the same connection, "
+                           "whose BEGIN would have committed the first")
     conn.begin()
+    setattr(conn, _IN_TRANSACTION, True)
     try:
         yield conn
     except BaseException:
         with contextlib.suppress(MySQLdb.Error):  # a lost connection rolls back by itself
             conn.rollback()
         raise
-    conn.commit()
+    else:
+        conn.commit()
+    finally:
+        setattr(conn, _IN_TRANSACTION, False)
+
+
+_IN_TRANSACTION = "_mysqlq_in_transaction"  # set on a connection while transaction() holds it open
 
 
 def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10,

@@ -8,7 +8,7 @@ import MySQLdb
 import pytest
 
 from mysqlq.core.config import Dsn, Isolation
-from mysqlq.store.db import CLI_RETRY, Cursor, Database, RetryPolicy, is_transient
+from mysqlq.store.db import CLI_RETRY, Cursor, Database, RetryPolicy, connect, is_transient, transaction
 
 from ..conftest import QueueDB, numbers
 
@@ -144,3 +144,21 @@ def test_connections_are_in_utc_and_take_the_isolation_level_asked(qdb: QueueDB)
             assert db.run(session) == ("+00:00", {isolation.replace(" ", "-")})
         finally:
             db.close()
+
+
+def test_a_transaction_inside_another_on_one_connection_is_refused_and_nothing_of_it_commits(qdb: QueueDB) -> None:
+    """The server takes a second BEGIN as a COMMIT of the first: transaction() refuses to open one
+    inside another, the outer one rolls back with the error, and the connection opens the next."""
+    qdb.query("CREATE TABLE test_guard (n INT NOT NULL)")
+    conn = connect(Dsn.parse(qdb.dsn))
+    try:
+        with pytest.raises(RuntimeError, match="inside another"), transaction(conn):
+            conn.cursor().execute("INSERT INTO test_guard VALUES (1)")
+            with transaction(conn):
+                conn.cursor().execute("INSERT INTO test_guard VALUES (2)")
+        assert qdb.query("SELECT n FROM test_guard") == []
+        with transaction(conn):
+            conn.cursor().execute("INSERT INTO test_guard VALUES (3)")
+        assert qdb.query("SELECT n FROM test_guard") == [(3,)]
+    finally:
+        conn.close()
