@@ -130,7 +130,8 @@ class OutcomeBuffer:
             self.discarded.append(job.id)
         else:
             self.done.append(job.id)
-            self.in_place = self.in_place or bool(job.keeps_key)
+            if job.keeps_key:
+                self.in_place = True
 
     def due(self, now: float | None = None) -> bool:
         return (time.monotonic() if now is None else now) >= self.due_at
