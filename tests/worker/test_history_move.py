@@ -13,7 +13,7 @@ import pytest
 
 from mysqlq import Dsn, Job
 from mysqlq.store import claims
-from mysqlq.store.db import connect
+from mysqlq.store.db import Connection, connect
 
 from ..conftest import QueueDB
 
@@ -117,6 +117,23 @@ def test_a_completion_that_waits_for_a_taken_over_job_moves_it_not(qdb: QueueDB)
     assert sorted(row[0] for row in qdb.query("SELECT id FROM mysqlq_jobs_history")) == [ids[0], ids[2]]
 
 
+def lock_and_wait_briefly(other: Connection, conn: Connection, job_id: int) -> int:
+    """``other`` holds a lock on the job's row in an open transaction; ``conn`` waits for a lock at
+    most a second. Returns ``conn``'s connection id."""
+    with other.cursor() as cur:
+        other.begin()
+        cur.execute("SELECT id FROM mysqlq_jobs WHERE id = %s FOR UPDATE", (job_id,))
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
+        cur.execute("SELECT CONNECTION_ID()")
+        return int(cur.fetchone()[0])
+
+
+def open_transactions(qdb: QueueDB, connection_id: int) -> int:
+    return int(qdb.scalar("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = %s",
+                          (connection_id,)))
+
+
 def test_a_completion_that_fails_half_way_in_the_claims_query_leaves_no_transaction_open(qdb: QueueDB) -> None:
     """A lock wait timeout ends only its statement: the claim's query rolls the completion's
     transaction back before the error goes on, so the next query does not run inside it."""
@@ -124,18 +141,11 @@ def test_a_completion_that_fails_half_way_in_the_claims_query_leaves_no_transact
     other = connect(Dsn.parse(qdb.dsn))
     conn = connect(Dsn.parse(qdb.dsn), multi_statements=True)
     try:
-        with other.cursor() as cur:
-            other.begin()
-            cur.execute("SELECT id FROM mysqlq_jobs WHERE id = %s FOR UPDATE", (ids[2],))
-        with conn.cursor() as cur:
-            cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
-            cur.execute("SELECT CONNECTION_ID()")
-            connection_id = int(cur.fetchone()[0])
+        connection_id = lock_and_wait_briefly(other, conn, ids[2])
         with pytest.raises(MySQLdb.OperationalError) as failed:
             claims.claim_and_fetch(conn, "default", 222, 0, "w", 60, 10, ended=111)
         assert failed.value.args[0] == 1205
-        assert qdb.scalar("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = %s",
-                          (connection_id,)) == 0
+        assert open_transactions(qdb, connection_id) == 0
         other.rollback()
         completed, claimed_now, jobs = claims.claim_and_fetch(conn, "default", 222, 0, "w", 60, 10, ended=111)
         assert (completed, claimed_now, jobs) == (3, 0, [])
@@ -182,18 +192,12 @@ def test_a_few_jobs_completed_in_one_query_are_fenced_and_a_failure_half_way_lea
     other = connect(Dsn.parse(qdb.dsn))
     conn = connect(Dsn.parse(qdb.dsn), multi_statements=True)
     try:
-        with other.cursor() as cur:
-            other.begin()
-            cur.execute("SELECT id FROM mysqlq_jobs WHERE id = %s FOR UPDATE", (ids[2],))
+        connection_id = lock_and_wait_briefly(other, conn, ids[2])
         with conn.cursor() as cur:
-            cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
-            cur.execute("SELECT CONNECTION_ID()")
-            connection_id = int(cur.fetchone()[0])
             with pytest.raises(MySQLdb.OperationalError) as failed:
                 claims.complete(cur, 111, ids, merged=True)
             assert failed.value.args[0] == 1205
-            assert qdb.scalar("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = %s",
-                              (connection_id,)) == 0
+            assert open_transactions(qdb, connection_id) == 0
             other.rollback()
             assert claims.complete(cur, 111, ids, merged=True) == 2
             assert claims.complete(cur, 111, ids, merged=True) == 0  # again: nothing left to move
