@@ -8,7 +8,8 @@ Workers do it themselves: the leading worker's maintainer (mysqlq.leader.maintai
 ``retention`` makes it one turn per ``retention_interval`` across all workers, whoever leads. Each
 batch is one plain read of up to ``retention_batch`` ids of one status and queue on an index of the
 (status, queue, finished_at) of one table (the live mysqlq_jobs, then mysqlq_jobs_history, where done
-jobs move when they end) and one autocommit DELETE of those ids by primary key in that table; a turn
+jobs move when they end) and one short transaction that deletes those ids by primary key in that
+table, with their tag rows and dependency pairs; a turn
 stops after a short time budget and asks to run again soon if work is left.
 """
 

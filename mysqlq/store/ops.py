@@ -346,9 +346,10 @@ class Walk:
 
 def delete_expired(cur: Cursor, walk: Walk, limit: int) -> int:
     """Delete the next ``limit`` expired jobs of the walk: one plain read of a (status, queue) range
-    of the live table's mysqlq_jobs_state or the history's mysqlq_jobs_history_ended, then one short
-    autocommit DELETE by primary key in that table. Returns how many were deleted; sets
-    ``walk.done`` at the end."""
+    of the live table's mysqlq_jobs_state or the history's mysqlq_jobs_history_ended, then a
+    DELETE by primary key in that table, in one short transaction with the jobs' dependency pairs and
+    tag rows (so that a process killed between them leaves no tag row behind, which no later turn
+    would find). Returns how many were deleted; sets ``walk.done`` at the end."""
     if walk.current is None and not walk.next_queue(cur):
         return 0
     while True:
@@ -363,9 +364,11 @@ def delete_expired(cur: Cursor, walk: Walk, limit: int) -> int:
             walk.after_id, walk.after_finished_at = int(rows[-1][0]), rows[-1][1]
         if rows:
             ids = [int(row[0]) for row in rows]
-            deleted = execute_in(cur, delete, ids, walk.status, walk.before)
-            dependencies.forget(cur, ids)
-            execute_in(cur, "delete_job_tags", ids)  # those of the jobs deleted (a job retried meanwhile keeps its own)
+            with transaction(cur.connection):
+                deleted = execute_in(cur, delete, ids, walk.status, walk.before)
+                dependencies.forget(cur, ids)
+                # Those of the jobs deleted (a job retried meanwhile keeps its own).
+                execute_in(cur, "delete_job_tags", ids)
             return deleted
         if walk.done:
             return 0

@@ -18,7 +18,7 @@ from mysqlq.store import ops, stats, web
 from mysqlq.store.db import Connection, Cursor, connect
 
 from ..conftest import MariaDBServer, fresh_database, with_database
-from .test_ops_hot_path import DEAD, LIMIT, OPERATIONS, READY, RECENT, SCHEDULED, fill, reads_of
+from .test_ops_hot_path import DEAD, LIMIT, OPERATIONS, READY, RECENT, SCHEDULED, fill, joined, reads_of
 
 DOUBLINGS = 17  # 2**17 = 131,072 done jobs in the history
 SMALL_DOUBLINGS = 15  # a quarter of that
@@ -103,7 +103,9 @@ def test_stats_count_the_moved_history_up_to_the_cap(big: Connection) -> None:
     assert found["hot"]["throughput"]["done"] == RECENT
 
 
-def test_retention_of_the_history_reads_one_batch_and_deletes_it(big: Connection) -> None:
+def test_retention_of_the_history_reads_one_batch_and_deletes_it(big: Connection,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ops, "transaction", joined)  # retention's transaction joins the measure's
     with big.cursor() as cur:
         cutoff = ops.cutoff(cur, 7 * 86400)
     walk = ops.Walk("done", cutoff, table="history")  # the live table has no done jobs left here

@@ -112,6 +112,13 @@ def reads_of(conn: Connection, work: Callable[[Cursor], Any]) -> int:
     return handler_reads(conn) - before + baseline
 
 
+@contextlib.contextmanager
+def joined(conn: Connection) -> Iterator[Connection]:
+    """In place of mysqlq.store.db.transaction for work measured by :func:`reads_of`: its
+    transaction joins the measure's, which is rolled back (a BEGIN of its own would commit it)."""
+    yield conn
+
+
 def rows_read(conn: Connection, sql: str, params: Any = None) -> int:
     """How many rows the server read (index and table) running ``sql``; writes are rolled back."""
     return reads_of(conn, lambda cur: cur.execute(sql, params))
@@ -193,7 +200,8 @@ def test_the_idle_poll_reads_a_handful_of_rows(big: Connection) -> None:
     assert rows_read(big, sql, params) <= 14
 
 
-def test_retention_reads_one_batch_of_a_state_range_and_deletes_it_by_primary_key(big: Connection) -> None:
+def test_retention_reads_one_batch_of_a_state_range_and_deletes_it_by_primary_key(
+        big: Connection, monkeypatch: pytest.MonkeyPatch) -> None:
     with big.cursor() as cur:
         cur.execute(query("cutoff"), {"age_us": 7 * 86400 * 10**6})
         cutoff = cur.fetchone()[0]
@@ -212,6 +220,7 @@ def test_retention_reads_one_batch_of_a_state_range_and_deletes_it_by_primary_ke
     assert rows_read(big, sql, delete_params) <= 2 * len(ids)
     # A whole step of the purge (finding the queues, the read, the delete) reads about as much.
     walk = ops.Walk("done", cutoff)
+    monkeypatch.setattr(ops, "transaction", joined)
     assert reads_of(big, lambda cur: ops.delete_expired(cur, walk, 1000)) <= 3 * 1000 + 20
 
 
