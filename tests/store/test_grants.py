@@ -177,10 +177,16 @@ def test_workers_with_their_grants_run_every_path_and_the_reaper(qdb: QueueDB, t
         settings = Settings(dsn=Dsn.parse(producer_account.dsn(qdb.dsn)), hint_dir=str(qdb.tmp / "hints"))
         env = qdb.env(MYSQLQ_DSN=account.dsn(qdb.dsn), MYSQLQ_RETAIN_DONE="2h", MYSQLQ_SCHEDULE=str(schedule))
 
-        # A worker killed while it holds a claim (and, being the first, leads).
+        # A worker killed while it holds a claim (and, being the first, leads). It keeps every job: a
+        # retention turn of its own, cut short by the kill, would hold the turn for a minute.
         with mysqlq.Producer(settings) as producer:
             held = [producer.enqueue("test.sleep", {"seconds": 0.3}, queue="victim") for _ in range(4)]
-        victim = qdb.worker("--name", "victim", "--queue", "victim", "--batch-size", "4", env=env)
+        # The reaper trusts a connection id only if it was written after the server started, which it
+        # knows to the second (its Uptime): on a server started a moment ago, wait that second out.
+        qdb.wait_for(lambda: int(qdb.query("SHOW GLOBAL STATUS LIKE 'Uptime'")[0][1]) >= 3,
+                     what="the server to have run for a few seconds")
+        victim = qdb.worker("--name", "victim", "--queue", "victim", "--batch-size", "4",
+                            env={**env, "MYSQLQ_RETAIN_DONE": "off", "MYSQLQ_RETAIN_DEAD": "off"})
         qdb.wait_for(lambda: status(qdb, held[0])[0] == "running", what="the victim to claim its batch")
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait()
