@@ -131,7 +131,7 @@ _IN_TRANSACTION = "_mysqlq_in_transaction"  # set on a connection while transact
 
 
 def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10,
-            use_database: bool = True, multi_statements: bool = False) -> Connection:
+            use_database: bool = True, multi_statements: bool = False, worker_name: str | None = None) -> Connection:
     """Open an autocommit connection in UTC, translating refusals into one-line errors
     (``use_database=False``: to the server only, e.g. to create the DSN's database).
 
@@ -139,6 +139,9 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
     a ``;`` smuggled into an application's SQL could run a second statement), except with
     ``multi_statements``: the worker's own connection, which sends only mysqlq's statements and
     claims a batch, reads it back and completes the one before in one query.
+
+    ``worker_name``: the connection is a worker's, and the statements that end an attempt write
+    that name beside the job (a claim writes only the worker's id: see session_worker).
 
     With several hosts, the first that accepts and takes writes is used: a server with ``read_only``
     or ``super_read_only`` ON (a replica, a Group Replication secondary or a member not ONLINE) and a
@@ -163,6 +166,9 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
             continue
         if isolation:
             _set_isolation(conn, Isolation(isolation))
+        if worker_name is not None:
+            with conn.cursor() as cur:
+                cur.execute(query("session_worker"), {"name": worker_name})
         return conn
     assert failure is not None
     if len(addresses) > 1:
@@ -342,8 +348,10 @@ class Database:
         on_pause: Callable[[], None] | None = None,
         stop_requested: Callable[[], float | None] | None = None,
         multi_statements: bool = False,
+        worker_name: str | None = None,
     ) -> None:
         self.dsn = dsn
+        self.worker_name = worker_name  # see connect()
         self.isolation = isolation
         self.multi_statements = multi_statements  # see connect()
         self.retry = retry
@@ -360,7 +368,8 @@ class Database:
     def conn(self) -> Connection:
         """The open connection, connecting (once, no retry) if there is none."""
         if self._conn is None:
-            self._conn = connect(self.dsn, isolation=self.isolation, multi_statements=self.multi_statements)
+            self._conn = connect(self.dsn, isolation=self.isolation, multi_statements=self.multi_statements,
+                                 worker_name=self.worker_name)
             if self.on_connect is not None:
                 self.on_connect(self._conn)
         return self._conn

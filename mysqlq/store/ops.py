@@ -100,7 +100,7 @@ def tagged(cur: Cursor, tag: str, *, queue: str | None, status: str | None, hand
 def list_jobs(cur: Cursor, *, queue: str | None, status: str | None, handler: str | None,
               limit: int, tag: str | None = None) -> list[dict[str, Any]]:
     """Jobs newest first, from the live table and the history alike. With a tag: those :func:`tagged`
-    finds. Of one status, on mysqlq_jobs_state (and the history's mysqlq_jobs_history_ended): running
+    finds. Of one status, on mysqlq_jobs_live (and the history's mysqlq_jobs_history_ended): running
     jobs from their own range, the others queue by queue (each queue's newest of each table, merged),
     so a status reads no more than ``limit`` rows per queue and table however long the history is;
     of one queue, every status so, merged. Of a handler, done or of any status: those among the newest
@@ -305,13 +305,15 @@ def count_expired(cur: Cursor, status: str, before: dt.datetime, queue: str | No
 # (the expired jobs, their delete): the live table first, so that a job moved into the history while
 # the walk is in its queue is met there next.
 TABLES = ("live", "history")
+LOWEST_PRIORITY = -(2**15)  # a job's priority is a SMALLINT
 EXPIRED = {"live": ("expired_jobs", "delete_jobs"), "history": ("expired_history_jobs", "delete_history_jobs")}
 
 
 @dataclass
 class Walk:
     """Where a retention walk of one status stands: the queue it is in (``queue``: only that one),
-    the table it reads there (live, then history) and the last (finished_at, id) it went past in it."""
+    the table it reads there (live, then history) and the last (finished_at, priority, id) it went past
+    in it (the history's walk orders by (finished_at, id), and passes priority over)."""
 
     status: str
     before: dt.datetime
@@ -319,6 +321,7 @@ class Walk:
     current: str | None = None
     table: str = TABLES[0]
     after_finished_at: dt.datetime = START
+    after_priority: int = LOWEST_PRIORITY
     after_id: int = 0
     done: bool = False
 
@@ -333,20 +336,26 @@ class Walk:
         if found is None:
             self.done = True
             return False
-        self.current, self.table, self.after_finished_at, self.after_id = found, TABLES[0], START, 0
+        self.current, self.table = found, TABLES[0]
+        self.restart()
         return True
+
+    def restart(self) -> None:
+        """Read the table from its first expired job."""
+        self.after_finished_at, self.after_priority, self.after_id = START, LOWEST_PRIORITY, 0
 
     def next_table(self, cur: Cursor) -> bool:
         """Move on to the next table of this queue, else to the next queue; False when there is none."""
         if self.table != TABLES[-1]:
-            self.table, self.after_finished_at, self.after_id = TABLES[TABLES.index(self.table) + 1], START, 0
+            self.table = TABLES[TABLES.index(self.table) + 1]
+            self.restart()
             return True
         return self.next_queue(cur)
 
 
 def delete_expired(cur: Cursor, walk: Walk, limit: int) -> int:
     """Delete the next ``limit`` expired jobs of the walk: one plain read of a (status, queue) range
-    of the live table's mysqlq_jobs_state or the history's mysqlq_jobs_history_ended, then a
+    of the live table's mysqlq_jobs_live or the history's mysqlq_jobs_history_ended, then a
     DELETE by primary key in that table, in one short transaction with the jobs' dependency pairs and
     tag rows (so that a process killed between them leaves no tag row behind, which no later turn
     would find). Returns how many were deleted; sets ``walk.done`` at the end."""
@@ -354,14 +363,15 @@ def delete_expired(cur: Cursor, walk: Walk, limit: int) -> int:
         return 0
     while True:
         params = {"status": walk.status, "cutoff": walk.before, "queue": walk.current, "limit": limit,
-                  "after_finished_at": walk.after_finished_at, "after_id": walk.after_id}
+                  "after_finished_at": walk.after_finished_at, "after_priority": walk.after_priority,
+                  "after_id": walk.after_id}
         expired, delete = EXPIRED[walk.table]
         execute(cur, expired, params)
         rows = cur.fetchall()
         if len(rows) < limit:
             walk.next_table(cur)  # this table of the queue is through: on to the next (done when none is left)
         else:
-            walk.after_id, walk.after_finished_at = int(rows[-1][0]), rows[-1][1]
+            walk.after_id, walk.after_finished_at, walk.after_priority = int(rows[-1][0]), rows[-1][1], int(rows[-1][2])
         if rows:
             ids = [int(row[0]) for row in rows]
             with transaction(cur.connection):

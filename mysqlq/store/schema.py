@@ -27,6 +27,10 @@ IN_ID_RANGES = "-- mysqlq: in primary-key ranges"
 AS_ONE_TRANSACTION = ", as one transaction"
 THEN = "-- mysqlq: then"
 BACKFILL_STEP = 5000
+# A migration statement with this line drops something (with what else it changes, atomically): on
+# a migration run again after one stopped past it, the server finds nothing to drop, and it is done.
+DROPS = "-- mysqlq: done if nothing is left to drop"
+CANT_DROP = 1091  # ER_CANT_DROP_FIELD_OR_KEY
 # Database names --create-database accepts: what needs no quoting, plus "-" (it is backquoted anyway).
 DATABASE_NAME = re.compile(r"[A-Za-z0-9_$-]{1,64}")
 
@@ -108,11 +112,20 @@ def _apply(cur: Cursor, holder: str) -> list[int]:
             if statement.startswith(IN_ID_RANGES):
                 _in_id_ranges(cur, statement, lambda: _extend_lock(cur, holder))
             else:
-                cur.execute(statement)
+                _run(cur, statement)
             _extend_lock(cur, holder)
         execute(cur, "record_version", {"version": version})
         applied.append(version)
     return applied
+
+
+def _run(cur: Cursor, statement: str) -> None:
+    """One statement of a migration (see :data:`DROPS`)."""
+    try:
+        cur.execute(statement)
+    except MySQLdb.OperationalError as exc:
+        if not (DROPS in statement.splitlines() and error_code(exc) == CANT_DROP):
+            raise
 
 
 def _in_id_ranges(cur: Cursor, statement: str, progress: Callable[[], object]) -> int:

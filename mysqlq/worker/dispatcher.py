@@ -65,7 +65,7 @@ class Dispatcher:
         self.cancels = runner.cancels
         # The connection of a transactional handler run on this thread: not the worker's own, which
         # takes several statements in one query (a handler's SQL never gets one that does).
-        self.handler_db = Database(settings.dsn, isolation=settings.isolation)
+        self.handler_db = Database(settings.dsn, isolation=settings.isolation, worker_name=settings.worker_name)
         self.inline_all = settings.concurrency == 1
         self.durations = ObservedDurations(slots)  # they size claims, and pick the main thread for quick handlers
         self.shrinker = ClaimShrinker(settings, batches, slots, self.durations, wake)

@@ -60,7 +60,8 @@ class Worker:
         # Its own statements only (a transactional handler gets another connection): it may send several
         # in one query.
         self.db = Database(settings.dsn, isolation=settings.isolation, retry=FOREVER, multi_statements=True,
-                           on_pause=self._paused, stop_requested=lambda: self.stop_requested_at)
+                           on_pause=self._paused, stop_requested=lambda: self.stop_requested_at,
+                           worker_name=settings.worker_name)
         self.metrics = worker_metrics.start(settings)  # per-worker metrics (--metrics-port); a no-op when off
         self.report = Report(self.metrics)
         self.cancels = Cancels()

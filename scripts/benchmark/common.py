@@ -421,7 +421,7 @@ def fill_jobs(cur: Any, n: int, handler: str = "bench.noop", payloads: Sequence[
 
 
 def pending(cur: Any) -> bool:
-    """Is any job not finished yet? (Cheap index probes: the running rows of mysqlq_jobs_state, and its
+    """Is any job not finished yet? (Cheap index probes: the running rows of mysqlq_jobs_live, and its
     ready, scheduled, blocked and waiting ranges; a probe by status alone would read the history.)"""
     # (running_batch 0 counts as "none" too: a token is never 0)
     cur.execute("SELECT EXISTS(SELECT 1 FROM mysqlq_jobs WHERE running_batch > 0)"

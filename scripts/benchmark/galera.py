@@ -101,9 +101,7 @@ class Run:
         self.cur.execute("SET time_zone = '+00:00'")
         fill_jobs(self.cur, n)
         if partitions:  # as a producer would at enqueue: job id mod P picks its partition's queue
-            # ready_queue (what the claim reads) follows queue only when a row is written as ready
-            self.cur.execute("UPDATE mysqlq_jobs SET queue = CONCAT('p', id MOD %(p)s),"
-                             " ready_queue = CONCAT('p', id MOD %(p)s)", {"p": partitions})
+            self.cur.execute("UPDATE mysqlq_jobs SET queue = CONCAT('p', id MOD %(p)s)", {"p": partitions})
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, dsns: Sequence[str], *, batch: int | None = None, queues: Sequence[str] | None = None,

@@ -167,7 +167,8 @@ def ceiling_statements() -> str:
     return json.dumps({"claim": query("claim_batch"), "fetch": query("fetch_batch"), "ack": query("complete_batch"),
                        "first": claims.claim_query(False), "next": claims.claim_query(True, in_place=False),
                        "ended_sets": len(claims.batch_completion(False, in_place=False)),
-                       "waiting": "SELECT 1 FROM mysqlq_jobs WHERE ready_queue = 'default' LIMIT 1"})
+                       "waiting": "SELECT 1 FROM mysqlq_jobs WHERE running_batch = 0 AND status = 'ready'"
+                                  " AND queue = 'default' LIMIT 1"})
 
 
 def drain_bare(bench: Bench, name: str, k: int, n: int, batch: int = DEFAULTS.batch_size, claim: str = "update",

@@ -145,7 +145,7 @@ def claimed(conn: Connection, work: Callable[[Cursor], Any]) -> int:
 
 def test_the_claim_walks_the_ready_index_and_reads_only_the_rows_it_claims(big: Connection) -> None:
     (access,) = plan(big, query("claim_batch"), CLAIM)
-    assert access["key"] == "mysqlq_jobs_ready"
+    assert access["key"] == "mysqlq_jobs_live"
     assert access["rows"] < 10 * READY  # the optimizer knows: a few ready rows, not the history
     # Each claimed row is read twice: on the index, then by position to update it (three times in
     # MySQL's counters).
@@ -155,7 +155,7 @@ def test_the_claim_walks_the_ready_index_and_reads_only_the_rows_it_claims(big: 
 def test_the_skip_locked_claim_reads_only_the_rows_it_locks(big: Connection) -> None:
     params = {"queue": "hot", "limit": LIMIT}
     (access,) = plan(big, query("lock_ready_skip_locked"), params)
-    assert access["key"] == "mysqlq_jobs_ready"
+    assert access["key"] == "mysqlq_jobs_live"
     assert rows_read(big, query("lock_ready_skip_locked"), params) <= LIMIT + 2
 
 
@@ -164,7 +164,7 @@ def test_read_back_outcomes_and_lease_extension_read_only_the_batch(big: Connect
     for name in ("fetch_batch", "complete_batch", "extend_lease"):
         # The read-back sorts its batch by (priority, id): at most a batch of rows.
         (access,) = plan(big, query(name), {**batch, "lease_us": 1}, sorts=name == "fetch_batch")
-        assert access["key"] == "mysqlq_jobs_state", name
+        assert access["key"] == "mysqlq_jobs_live", name
     per_row = reads_per_updated_row(big)
     assert claimed(big, lambda cur: claims.fetch_batch(cur, 1)) <= per_row * LIMIT + 2
     assert claimed(big, lambda cur: workers.extend_lease(cur, 1, 60)) <= per_row * LIMIT + 2
@@ -172,7 +172,7 @@ def test_read_back_outcomes_and_lease_extension_read_only_the_batch(big: Connect
     # deleted, the rest marked done in place (none left here). Each reads the batch by its entries.
     for name in claims.MOVE_BATCH[:2]:
         accesses = [a for a in plan(big, query(name), batch) if a["table_name"] in ("mysqlq_jobs", "j")]
-        assert [a["key"] for a in accesses] == ["mysqlq_jobs_state"], name
+        assert [a["key"] for a in accesses] == ["mysqlq_jobs_live"], name
 
     def complete(cur: Cursor) -> None:
         for name in claims.MOVE_BATCH:
@@ -194,7 +194,7 @@ def test_the_idle_poll_reads_a_handful_of_rows(big: Connection) -> None:
     # has_ready walks the ready index; MIN(scheduled_at) is read off the start of its index at
     # planning time ("Select tables optimized away": no table access at all).
     jobs = [access for access in plan(big, sql, params) if access["table_name"] == "mysqlq_jobs"]
-    assert [access.get("key") for access in jobs] == ["mysqlq_jobs_ready"]
+    assert [access.get("key") for access in jobs] == ["mysqlq_jobs_live"]
     # Beside those, one look per queue by primary key for the paused queues and one for the history
     # settings (and the installation's): however many jobs there are, a handful.
     assert rows_read(big, sql, params) <= 14
@@ -206,9 +206,9 @@ def test_retention_reads_one_batch_of_a_state_range_and_deletes_it_by_primary_ke
         cur.execute(query("cutoff"), {"age_us": 7 * 86400 * 10**6})
         cutoff = cur.fetchone()[0]
     params = {"status": "done", "cutoff": cutoff, "queue": "hot", "limit": 1000,
-              "after_finished_at": "1000-01-01", "after_id": 0}
+              "after_finished_at": "1000-01-01", "after_priority": ops.LOWEST_PRIORITY, "after_id": 0}
     (access,) = plan(big, query("expired_jobs"), params)
-    assert access["key"] == "mysqlq_jobs_state"
+    assert access["key"] == "mysqlq_jobs_live"
     assert rows_read(big, query("expired_jobs"), params) <= 1000 + 2
     with big.cursor() as cur:
         cur.execute(query("expired_jobs"), params)
@@ -228,7 +228,7 @@ def test_the_throughput_figure_reads_only_the_jobs_of_its_window(big: Connection
     sql, params = expand("throughput", 2), ["hot", "other", 300 * 10**6] * 2
     accesses = plan(big, sql, params, sorts=True)  # GROUP BY sorts the window's rows
     keys = {a["key"] for a in accesses if a["table_name"] in ("mysqlq_jobs", "mysqlq_jobs_history")}
-    assert keys == {"mysqlq_jobs_state", "mysqlq_jobs_history_ended"}
+    assert keys == {"mysqlq_jobs_live", "mysqlq_jobs_history_ended"}
     # Each job of the window is read on the index, then once more from the temporary table that groups them
     # (and a few more ends of ranges: each status and queue in each table).
     assert rows_read(big, sql, params) <= 3 * RECENT + 20

@@ -280,7 +280,7 @@ def test_jobs_list_by_tag_newest_first_with_the_other_filters(qdb: QueueDB) -> N
         b = [producer.enqueue("test.flaky", queue="b", tags=["tenant:42", "vip"]) for _ in range(2)]
         producer.enqueue("test.record", queue="a", tags=["tenant:7"])
         producer.enqueue("test.record", queue="a")
-    qdb.query("UPDATE mysqlq_jobs SET status = 'dead', ready_queue = NULL, finished_at = NOW(6) WHERE id = %s",
+    qdb.query("UPDATE mysqlq_jobs SET status = 'dead', finished_at = NOW(6) WHERE id = %s",
               (a[0],))
     assert listed(qdb, "--tag", "tenant:42") == sorted(a + b, reverse=True)
     assert listed(qdb, "--tag", "tenant:42", "--limit", "2") == sorted(a + b, reverse=True)[:2]
@@ -322,11 +322,11 @@ def test_retention_deletes_the_tags_of_the_jobs_it_deletes_and_only_those(qdb: Q
         old = [producer.enqueue("test.record", tags=["old", f"n:{n}"]) for n in range(3)]
         young = producer.enqueue("test.record", tags=["young"])
         dead = producer.enqueue("test.record", tags=["dead"])
-    qdb.query("UPDATE mysqlq_jobs SET status = 'done', ready_queue = NULL, finished_at = NOW(6) - INTERVAL 10 DAY "
+    qdb.query("UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6) - INTERVAL 10 DAY "
               "WHERE id IN (%s, %s, %s)", old)
-    qdb.query("UPDATE mysqlq_jobs SET status = 'done', ready_queue = NULL, finished_at = NOW(6) WHERE id = %s",
+    qdb.query("UPDATE mysqlq_jobs SET status = 'done', finished_at = NOW(6) WHERE id = %s",
               (young,))
-    qdb.query("UPDATE mysqlq_jobs SET status = 'dead', ready_queue = NULL, finished_at = NOW(6) - INTERVAL 10 DAY "
+    qdb.query("UPDATE mysqlq_jobs SET status = 'dead', finished_at = NOW(6) - INTERVAL 10 DAY "
               "WHERE id = %s", (dead,))
     assert "deleted 3 done" in qdb.cli("purge", "--done-older-than", "7d", check=True).stdout
     assert [str(row[0]) for row in qdb.query("SELECT tag FROM mysqlq_job_tags ORDER BY tag")] == ["dead", "young"]

@@ -302,37 +302,37 @@ def test_the_readers_walk_an_index_of_each_table(qdb: QueueDB, cur: Cursor) -> N
     cur.fetchall()
     cutoff = ops.cutoff(cur, 7 * DAY)
     ranged = {"status": "done", "queue": "default", "cutoff": cutoff, "limit": 10,
-              "after_finished_at": ops.START, "after_id": 0}
-    assert accesses(cur, query("expired_jobs"), ranged) == {"mysqlq_jobs": ["mysqlq_jobs_state"]}
+              "after_finished_at": ops.START, "after_priority": ops.LOWEST_PRIORITY, "after_id": 0}
+    assert accesses(cur, query("expired_jobs"), ranged) == {"mysqlq_jobs": ["mysqlq_jobs_live"]}
     assert accesses(cur, query("expired_history_jobs"), ranged) == {
         "mysqlq_jobs_history": ["mysqlq_jobs_history_ended"]}
     assert accesses(cur, query("count_expired"), ranged) == {
-        "mysqlq_jobs": ["mysqlq_jobs_state"], "mysqlq_jobs_history": ["mysqlq_jobs_history_ended"]}
+        "mysqlq_jobs": ["mysqlq_jobs_live"], "mysqlq_jobs_history": ["mysqlq_jobs_history_ended"]}
     for name in ("delete_jobs", "delete_history_jobs"):
         text = explain_json(cur, expand(name, 2), [1, 2, "done", cutoff])
         assert [access.get("key") for access in tables(json.loads(text))] == ["PRIMARY"], name
     listing = {"status": "done", "queue": "default", "handler": None, "limit": 10}
     # Each part walks its index in order, and the server does not sort their union (the caller merges).
     found = accesses(cur, query("list_jobs_in_state"), listing)
-    assert found["mysqlq_jobs"] == ["mysqlq_jobs_state"]
+    assert found["mysqlq_jobs"] == ["mysqlq_jobs_live"]
     assert found["mysqlq_jobs_history"] == ["mysqlq_jobs_history_ended"]
     for name in ("list_jobs", "web_list_jobs"):
         found = accesses(cur, query(name), {**listing, "status": None, "queue": None, "before": None})
         assert found["mysqlq_jobs"] == ["PRIMARY"] and found["mysqlq_jobs_history"] == ["PRIMARY"], name
     capped = {"status": "done", "queue": "default", "cap": 11}
     found = accesses(cur, query("count_capped"), capped)
-    assert found["mysqlq_jobs"] == ["mysqlq_jobs_state"]
+    assert found["mysqlq_jobs"] == ["mysqlq_jobs_live"]
     assert found["mysqlq_jobs_history"] == ["mysqlq_jobs_history_ended"]
     found = accesses(cur, query("next_queue"), {"status": "done", "after": ""})
     found = {name: keys for name, keys in found.items() if name.startswith("mysqlq_")}  # not the union of MINs
     assert set(found) <= {"mysqlq_jobs", "mysqlq_jobs_history"}  # read off the indexes, if at all
-    assert all(key in (None, "mysqlq_jobs_state", "mysqlq_jobs_history_ended") for keys in found.values()
+    assert all(key in (None, "mysqlq_jobs_live", "mysqlq_jobs_history_ended") for keys in found.values()
                for key in keys)
     found = accesses(cur, expand("throughput", 1), ["default", 10**9, "default", 10**9], sorts=True)
-    assert found["mysqlq_jobs"] == ["mysqlq_jobs_state"]
+    assert found["mysqlq_jobs"] == ["mysqlq_jobs_live"]
     assert found["mysqlq_jobs_history"] == ["mysqlq_jobs_history_ended"]
     for name, params in [("web_finished_between", [dt.datetime(2000, 1, 1), dt.datetime(2100, 1, 1)]),
                          ("web_finished_per_minute", [60])]:
         found = accesses(cur, expand(name, 1), ["default", *params, "default", *params], sorts=True)
-        assert found["mysqlq_jobs"] == ["mysqlq_jobs_state"], name
+        assert found["mysqlq_jobs"] == ["mysqlq_jobs_live"], name
         assert found["mysqlq_jobs_history"] == ["mysqlq_jobs_history_ended"], name

@@ -43,7 +43,7 @@ def test_claim_reads_only_the_ready_rows_of_its_queue(qdb: QueueDB) -> None:
         with conn.cursor() as cur:
             plan = explain_json(cur, claim, params)
             assert not sorts_rows(plan)
-            assert [access["key"] for access in tables(json.loads(plan))] == ["mysqlq_jobs_ready"]
+            assert [access["key"] for access in tables(json.loads(plan))] == ["mysqlq_jobs_live"]
             # The rows the server really read running the claim (its session's Handler_read_*
             # counters, on MariaDB and MySQL alike): the LIMIT's rows, each a few times, not the history.
             before = handler_reads(cur)

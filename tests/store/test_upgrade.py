@@ -19,9 +19,13 @@ from mysqlq.store.sql import migrations
 
 from ..conftest import QueueDB, numbers
 
-# The columns every schema since version 1 has; version 5 added dedupe_scope.
-COLUMNS = ("id, queue, handler, payload, status, priority, run_at, attempts, max_attempts, time_limit, batch_id, "
-           "worker_id, worker, lease_until, enqueued_at, started_at, finished_at, dedupe_key, last_error")
+# The columns every schema since version 1 has; version 5 added dedupe_scope. Since version 18, the
+# columns a claim writes in place hold 0 or the epoch for "none", where they held NULL before, and a
+# lease is kept only while its job runs: read as before.
+COLUMNS = ("id, queue, handler, payload, status, priority, run_at, attempts, max_attempts, time_limit, "
+           "NULLIF(batch_id, 0), NULLIF(worker_id, 0), worker, "
+           "IF(status = 'running', NULLIF(lease_until, '1970-01-01 00:00:00'), NULL), enqueued_at, "
+           "NULLIF(started_at, '1970-01-01 00:00:00'), finished_at, dedupe_key, last_error")
 ROW = ("INSERT INTO mysqlq_jobs (queue, handler, payload, status, priority, run_at, attempts, max_attempts, "
        "batch_id, worker_id, worker, lease_until, enqueued_at, started_at, finished_at, dedupe_key, last_error) "
        "VALUES (%(queue)s, 'test.record', %(payload)s, %(status)s, %(priority)s, "
@@ -79,11 +83,12 @@ def snapshot(qdb: QueueDB, columns: str = COLUMNS, history: bool = True) -> list
 
 
 def states_agree(qdb: QueueDB) -> int:
-    """Rows whose narrow-index columns disagree with their status (must be none)."""
+    """Rows whose index columns disagree with their status (must be none): running_batch is the
+    claim's token while a job runs and 0 otherwise, scheduled_at its run_at while it is scheduled."""
     return int(qdb.scalar("""SELECT COUNT(*) FROM mysqlq_jobs
-                              WHERE NOT (ready_queue <=> IF(status = 'ready', queue, NULL))
-                                 OR NOT (running_batch <=> IF(status = 'running', batch_id, NULL))
-                                 OR NOT (scheduled_at <=> IF(status = 'scheduled', run_at, NULL))"""))
+                              WHERE NOT (running_batch <=> IF(status = 'running', batch_id, 0))
+                                 OR NOT (scheduled_at <=> IF(status = 'scheduled', run_at, NULL))
+                                 OR (status = 'ready' AND finished_at IS NOT NULL)"""))
 
 
 @pytest.mark.parametrize("version", [1, 2, 5])
@@ -231,8 +236,54 @@ def test_a_migration_stopped_while_it_moves_the_history_resumes_with_nothing_los
 
     conn = qdb.connect()
     with conn.cursor() as cur:
-        assert migrate(cur, qdb.name) == [17]
+        assert migrate(cur, qdb.name) == [17, 18]
     conn.close()
     assert snapshot(qdb, COLUMNS + ", result") == before
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history") == 20_700
     assert qdb.statuses() == {"done": 20_700, "ready": 2_300}
+
+
+def test_a_migration_to_the_in_place_claim_stopped_half_way_resumes_and_every_job_runs_once(
+        qdb: QueueDB, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Schema 18 sets the new defaults, fills the NULLs of older rows range by range, then rebuilds
+    # the table: stopped after the history lost its column and in the middle of the fill, it resumes.
+    at_version(qdb, 17)
+    conn = qdb.connect()
+    with conn.cursor() as cur:
+        for row in JOBS:
+            cur.execute(ROW, row)
+        cur.execute("INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, enqueued_at) "
+                    f"SELECT 'default', 'test.record', CONCAT('{{\"n\": ', seq, '}}'), 'ready', NOW(6), 3, NOW(6) "
+                    f"FROM {numbers(12_000)}")
+    before = snapshot(qdb, COLUMNS)
+    ranges = 0
+
+    def stop_after_one_range() -> None:
+        nonlocal ranges
+        ranges += 1
+        if ranges == 1:
+            raise KeyboardInterrupt
+
+    with conn.cursor() as cur:
+        real = schema._in_id_ranges
+        monkeypatch.setattr(schema, "_in_id_ranges", lambda c, s, _: real(c, s, stop_after_one_range))
+        with pytest.raises(KeyboardInterrupt):
+            migrate(cur, qdb.name)
+        monkeypatch.undo()
+    assert qdb.scalar("SELECT COALESCE(MAX(version), 0) FROM mysqlq_schema_version") == 17
+    # A producer of the previous version goes on meanwhile (the defaults are set first).
+    qdb.query(PRODUCER_15, ("default", '{"n": -1}'))
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE running_batch IS NULL") > 0  # the fill is half-way
+    with conn.cursor() as cur:
+        assert migrate(cur, qdb.name) == [18]
+    conn.close()
+    assert snapshot(qdb, COLUMNS)[:len(before)] == before
+    assert states_agree(qdb) == 0
+    to_run = {int(row[0]) for row in qdb.query("SELECT id FROM mysqlq_jobs WHERE status IN ('ready', 'scheduled', "
+                                                "'running')")}
+    assert len(to_run) == 12_000 + 1 + 3 + 2 + 2  # the filled, the new, the ready, scheduled and lost-running ones
+    qdb.worker("--queue", "default,mail", "--no-processlist-check")
+    qdb.wait_for(lambda: {int(r[0]) for r in qdb.records()} >= to_run, timeout=120, what="every job to run")
+    qdb.stop_workers()
+    runs = collections.Counter(int(record[0]) for record in qdb.records())
+    assert set(runs) == to_run and set(runs.values()) == {1}

@@ -48,7 +48,10 @@ class Deployment:
 
     def statuses(self, ids: list[int]) -> dict[int, tuple[str, int, str | None]]:
         marks = ",".join("%s" for _ in ids)
-        rows = self.qdb.query(f"SELECT id, status, attempts, worker FROM {EVERY_JOB} WHERE id IN ({marks})", tuple(ids))
+        # A running job's worker is the registered worker of its worker_id (a claim writes no name).
+        rows = self.qdb.query("SELECT id, status, attempts, COALESCE(IF(status = 'running', (SELECT w.name FROM"
+                              " mysqlq_workers w WHERE w.id = every_job.worker_id), NULL), worker)"
+                              f" FROM {EVERY_JOB} WHERE id IN ({marks})", tuple(ids))
         return {row[0]: (row[1], row[2], row[3]) for row in rows}
 
     def wait_status(self, ids: list[int], status: str, worker: str | None = None, timeout: float = 30) -> None:

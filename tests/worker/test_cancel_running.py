@@ -35,7 +35,7 @@ def test_a_running_job_is_asked_to_stop_and_ends_cancelled(qdb: QueueDB, handler
     qdb.wait_for(lambda: started(qdb, job_id), what="the job to start")
     result = qdb.cli("cancel", str(job_id), check=True)
     assert result.stdout.strip() == "cancelled 1 job (1 job running: asked to stop)"
-    assert row_of(qdb, job_id) == ("cancelled", 1, None, 1)  # final at once
+    assert row_of(qdb, job_id) == ("cancelled", 1, 0, 1)  # final at once
     qdb.wait_for(lambda: "cancelled" in steps_of(qdb, job_id), timeout=10, what="the handler to see it")
     qdb.wait_for(lambda: "job.cancelled worker=" in qdb.logs() and f"job_id={job_id} " in qdb.logs(),
                  what="the worker to log it")
@@ -45,7 +45,7 @@ def test_a_running_job_is_asked_to_stop_and_ends_cancelled(qdb: QueueDB, handler
         after = producer.enqueue("test.record")
     qdb.wait_for(lambda: qdb.scalar(f"SELECT status FROM {EVERY_JOB} WHERE id = %s", (after,)) == "done",
                  what="the next job")
-    assert row_of(qdb, job_id) == ("cancelled", 1, None, 1)
+    assert row_of(qdb, job_id) == ("cancelled", 1, 0, 1)
     assert steps_of(qdb, job_id).count("start") == 1
 
 
@@ -57,7 +57,7 @@ def test_a_handler_that_ignores_the_request_keeps_its_time_limit_and_stays_cance
     qdb.cli("cancel", str(job_id), check=True)
     qdb.wait_for(lambda: "job.cancelled" in qdb.logs(), timeout=20, what="the limit to end it")
     assert "job.failed" not in qdb.logs()
-    assert row_of(qdb, job_id) == ("cancelled", 1, None, 1)
+    assert row_of(qdb, job_id) == ("cancelled", 1, 0, 1)
     assert steps_of(qdb, job_id) == ["start"]
 
 

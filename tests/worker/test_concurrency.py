@@ -138,7 +138,7 @@ def test_sigterm_finishes_every_job_in_flight_and_releases_the_rest(qdb: QueueDB
     assert len(started) == 3 and started == ended  # all three finished
     rows = qdb.query(f"SELECT id, status, attempts, batch_id FROM {EVERY_JOB}")
     assert {str(i) for i, status, _, _ in rows if status == "done"} == started
-    assert all((status, attempts, batch) == ("ready", 0, None) for i, status, attempts, batch in rows
+    assert all((status, attempts, batch) == ("ready", 0, 0) for i, status, attempts, batch in rows
                if str(i) not in started)
 
 
@@ -216,7 +216,8 @@ def test_a_worker_frozen_past_its_lease_runs_nothing_more_of_the_stale_claim(qdb
         try:
             time.sleep(0.2)  # let a statement in flight land
             held = {row[0] for row in qdb.query(
-                "SELECT id FROM mysqlq_jobs WHERE worker = 'frozen' AND status = 'running'")}
+                "SELECT id FROM mysqlq_jobs WHERE status = 'running'"
+                " AND worker_id = (SELECT id FROM mysqlq_workers WHERE name = 'frozen')")}
             records_before = qdb.records()  # a job's record is written as it starts
             ran_before = {int(r[0]) for r in records_before}
             if held - ran_before:
@@ -227,10 +228,10 @@ def test_a_worker_frozen_past_its_lease_runs_nothing_more_of_the_stale_claim(qdb
                 qdb.query("INSERT INTO mysqlq_workers (name, host, pid, connection_id, queues, started_at,"
                           " heartbeat_at, lease_us) VALUES ('thief', 'elsewhere', 1, 0, 'default', NOW(6), NOW(6),"
                           " 86400000000)")
-                qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, running_batch = 999, worker = 'thief',"
+                qdb.query("UPDATE mysqlq_jobs SET batch_id = 999, running_batch = 999,"
                           " worker_id = (SELECT id FROM mysqlq_workers WHERE name = 'thief'),"
                           " lease_until = NOW(6) + INTERVAL 1 HOUR"
-                          " WHERE worker = 'frozen' AND status = 'running'")
+                          " WHERE id IN ({})".format(",".join(map(str, held))))
                 time.sleep(3.5)  # past its lease
         finally:
             os.kill(worker.pid, signal.SIGCONT)
@@ -248,8 +249,9 @@ def test_a_worker_frozen_past_its_lease_runs_nothing_more_of_the_stale_claim(qdb
     assert not any(f"job.done job_id={job_id} " in logs for job_id in stolen - ran_before)
     for job_id in stolen & ran_before:  # in hand when frozen: finished, but fenced out, so not "done"
         assert f"job.done job_id={job_id} " not in logs
-    assert set(qdb.query("SELECT DISTINCT worker FROM mysqlq_jobs WHERE id IN ({})".format(
-        ",".join(map(str, stolen))))) == {("thief",)}
+    holders = qdb.query("SELECT DISTINCT w.name FROM mysqlq_jobs j JOIN mysqlq_workers w ON w.id = j.worker_id"
+                        " WHERE j.status = 'running' AND j.id IN ({})".format(",".join(map(str, stolen))))
+    assert set(holders) == {("thief",)}
 
 
 @pytest.mark.parametrize("concurrency", ["1", "3"])

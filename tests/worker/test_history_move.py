@@ -13,7 +13,7 @@ import pytest
 
 from mysqlq import Dsn, Job
 from mysqlq.store import claims
-from mysqlq.store.db import Connection, connect
+from mysqlq.store.db import Connection, Cursor, connect
 
 from ..conftest import QueueDB
 
@@ -46,8 +46,9 @@ def test_done_jobs_move_into_the_history_on_every_path_and_each_is_in_one_table(
     assert moved == {"done": 2000 + 4}
     # A moved job is whole: its result, its freed 'active' key, its times, its attempt.
     row = qdb.query("SELECT result, dedupe_key, finished_at IS NOT NULL, started_at IS NOT NULL, attempts, "
-                    "running_batch, ready_queue, lease_until FROM mysqlq_jobs_history WHERE id = %s", (with_result,))
-    assert row == [(b"7", None, 1, 1, 1, None, None, None)]
+                    "running_batch, lease_until, worker IS NOT NULL FROM mysqlq_jobs_history WHERE id = %s",
+                    (with_result,))
+    assert row == [(b"7", None, 1, 1, 1, None, None, 1)]  # with its worker's name, written as the job moved
     assert qdb.scalar("SELECT dedupe_key FROM mysqlq_jobs_history WHERE id = %s", (active,)) is None
     assert qdb.query("SELECT job_id FROM test_effects") == [(transactional,)]
     with qdb.producer() as producer:
@@ -75,9 +76,9 @@ def claimed(qdb: QueueDB, batch_id: int, count: int) -> list[int]:
 def test_a_completion_moves_only_the_jobs_its_batch_still_holds(qdb: QueueDB) -> None:
     ids = claimed(qdb, 111, 3)
     # The reaper gave one back meanwhile, and an operator cancelled another.
-    qdb.query("UPDATE mysqlq_jobs SET status = 'ready', ready_queue = queue, running_batch = NULL, batch_id = NULL "
+    qdb.query("UPDATE mysqlq_jobs SET status = 'ready', running_batch = 0, batch_id = 0 "
               "WHERE id = %s", (ids[0],))
-    qdb.query("UPDATE mysqlq_jobs SET status = 'cancelled', running_batch = NULL, finished_at = NOW(6) WHERE id = %s",
+    qdb.query("UPDATE mysqlq_jobs SET status = 'cancelled', running_batch = 0, finished_at = NOW(6) WHERE id = %s",
               (ids[1],))
     conn = connect(Dsn.parse(qdb.dsn))
     try:
@@ -100,8 +101,8 @@ def test_a_completion_that_waits_for_a_taken_over_job_moves_it_not(qdb: QueueDB)
     try:
         with other.cursor() as cur:  # the reaper, in the middle of giving a job back
             other.begin()
-            cur.execute("UPDATE mysqlq_jobs SET status = 'ready', ready_queue = queue, running_batch = NULL, "
-                        "batch_id = NULL WHERE id = %s", (ids[1],))
+            cur.execute("UPDATE mysqlq_jobs SET status = 'ready', running_batch = 0, "
+                        "batch_id = 0 WHERE id = %s", (ids[1],))
         moved: list[int] = []
         thread = threading.Thread(target=lambda: moved.append(claims.complete_batch(conn.cursor(), 111)))
         thread.start()
@@ -182,12 +183,20 @@ def test_the_claim_says_which_jobs_keep_their_key_and_a_completion_marks_in_plac
     assert sorted(row[0] for row in qdb.query("SELECT id FROM mysqlq_jobs_history")) == [active, plain]
 
 
+@pytest.mark.parametrize("which", ["listed", "the batch's rest"])
 def test_a_few_jobs_completed_in_one_query_are_fenced_and_a_failure_half_way_leaves_no_transaction_open(
-        qdb: QueueDB) -> None:
-    """complete(merged=True) sends its transaction as one query: only the jobs its batch still holds
-    move, and a lock wait timeout in it is rolled back before the error goes on."""
+        qdb: QueueDB, which: str) -> None:
+    """complete(merged=True) and complete_batch(merged=True) send their transaction as one query: only
+    the jobs its batch still holds move, and a lock wait timeout in it is rolled back before the error
+    goes on."""
     ids = claimed(qdb, 111, 3)
-    qdb.query("UPDATE mysqlq_jobs SET status = 'ready', ready_queue = queue, running_batch = NULL, batch_id = NULL "
+
+    def complete(cur: Cursor) -> int:
+        if which == "listed":
+            return claims.complete(cur, 111, ids, merged=True)
+        return claims.complete_batch(cur, 111, merged=True)
+
+    qdb.query("UPDATE mysqlq_jobs SET status = 'ready', running_batch = 0, batch_id = 0 "
               "WHERE id = %s", (ids[0],))  # the reaper gave one back
     other = connect(Dsn.parse(qdb.dsn))
     conn = connect(Dsn.parse(qdb.dsn), multi_statements=True)
@@ -195,12 +204,12 @@ def test_a_few_jobs_completed_in_one_query_are_fenced_and_a_failure_half_way_lea
         connection_id = lock_and_wait_briefly(other, conn, ids[2])
         with conn.cursor() as cur:
             with pytest.raises(MySQLdb.OperationalError) as failed:
-                claims.complete(cur, 111, ids, merged=True)
+                complete(cur)
             assert failed.value.args[0] == 1205
             assert open_transactions(qdb, connection_id) == 0
             other.rollback()
-            assert claims.complete(cur, 111, ids, merged=True) == 2
-            assert claims.complete(cur, 111, ids, merged=True) == 0  # again: nothing left to move
+            assert complete(cur) == 2
+            assert complete(cur) == 0  # again: nothing left to move
     finally:
         other.close()
         conn.close()

@@ -13,6 +13,7 @@ from mysqlq_harness.jobs import EVERY_JOB, every_job
 from mysqlq import Job
 from mysqlq.store import claims
 from mysqlq.store import workers as registry
+from mysqlq.store.sql import query
 
 from ..conftest import QueueDB
 
@@ -24,8 +25,14 @@ def job_status(qdb: QueueDB, job_id: int) -> str:
 def test_every_write_of_a_claim_that_was_taken_over_changes_nothing(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         ids = [producer.enqueue("test.record") for _ in range(3)]
+    # Two registered workers: a claim writes a worker's id, its name is read from its registration
+    # (and written by the statements that end an attempt, from the worker's session).
+    qdb.query("""INSERT INTO mysqlq_workers (id, name, host, pid, connection_id, queues, started_at, heartbeat_at)
+                 VALUES (1, 'old', 'h', 1, 1, 'default', NOW(6), NOW(6)),
+                        (2, 'new', 'h', 2, 2, 'default', NOW(6), NOW(6))""")
     conn = qdb.connect()
     with conn.cursor() as cur:
+        cur.execute(query("session_worker"), {"name": "new"})
         assert claims.claim_update(cur, "default", 111, 1, "old", 60, 10) == 3
         # The claim is taken over: its lease ran out, the reaper gave the jobs back, another claimed them.
         cur.execute("UPDATE mysqlq_jobs SET lease_until = NOW(6) - INTERVAL 1 SECOND")

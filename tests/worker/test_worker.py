@@ -284,7 +284,7 @@ def test_sigterm_finishes_the_job_in_hand_and_releases_the_rest(qdb: QueueDB) ->
     rows = dict((row[0], row[1:]) for row in qdb.query(f"SELECT id, status, attempts, batch_id FROM {EVERY_JOB}"))
     assert rows[ids[0]][:2] == ("done", 1)
     for job_id in ids[1:]:
-        assert rows[job_id] == ("ready", 0, None)  # released without spending an attempt
+        assert rows[job_id] == ("ready", 0, 0)  # released without spending an attempt (no batch: 0)
     assert "batch.released" in qdb.logs()
 
 

@@ -201,7 +201,7 @@ def running(qdb: QueueDB, batch: int) -> int:
     """A parent running under a claim of batch ``batch``, nobody waiting for it yet."""
     with qdb.producer() as producer:
         parent = producer.enqueue("test.step", {"tag": "r"})
-    qdb.query("UPDATE mysqlq_jobs SET status = 'running', ready_queue = NULL, running_batch = %s, batch_id = %s,"
+    qdb.query("UPDATE mysqlq_jobs SET status = 'running', running_batch = %s, batch_id = %s,"
               " attempts = 1, started_at = NOW(6), lease_until = NOW(6) + INTERVAL 1 HOUR WHERE id = %s",
               (batch, batch, parent))
     return parent
@@ -211,8 +211,8 @@ def complete(cur: Cursor, batch: int) -> int:
     """The worker's completion of a batch that returned nothing: its jobs nobody waits for move (the
     copy ends done, like the done_row statement of the worker's move)."""
     moved = cur.execute(MOVE, (batch,))
-    cur.execute("UPDATE mysqlq_jobs_history SET status = 'done', running_batch = NULL, lease_until = NULL,"
-                " finished_at = NOW(6), ready_queue = NULL WHERE batch_id = %s AND running_batch = %s", (batch, batch))
+    cur.execute("UPDATE mysqlq_jobs_history SET status = 'done', running_batch = 0, lease_until = NULL,"
+                " finished_at = NOW(6) WHERE batch_id = %s AND running_batch = %s", (batch, batch))
     cur.execute(DELETE, (batch,))
     return int(moved)
 

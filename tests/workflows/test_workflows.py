@@ -155,7 +155,7 @@ def test_the_reaper_ends_a_lost_parent_on_its_last_attempt_and_cancels_its_depen
         parent = producer.enqueue("test.step", max_attempts=1)
         child = producer.enqueue("test.step", after=[parent])
     # The parent as a worker that died holding it leaves it: running, its lease lapsed, no worker row.
-    qdb.query("UPDATE mysqlq_jobs SET status = 'running', ready_queue = NULL, running_batch = 77, batch_id = 77,"
+    qdb.query("UPDATE mysqlq_jobs SET status = 'running', running_batch = 77, batch_id = 77,"
               " worker_id = 12345, attempts = 1, lease_until = NOW(6) - INTERVAL 1 SECOND WHERE id = %s", (parent,))
     conn = qdb.connect()
     try:

@@ -18,7 +18,7 @@ _INCLUDE = re.compile(r"\{@(\w+)\}")
 def queries() -> dict[str, str]:
     """Map of query name to statement, from every ``*.sql`` file here (``-- name: x`` headers; the
     schema files, printed for reading, have none and add nothing), each ``{@name}`` in one replaced
-    by the fragment of that name."""
+    by the fragment of that name (which may include others)."""
     found: dict[str, str] = {}
     for entry in sorted(HERE.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".sql"):
@@ -29,7 +29,12 @@ def queries() -> dict[str, str]:
             if name in found:
                 raise RuntimeError(f"query {name!r} is defined twice ({entry.name})")
             found[name] = "\n".join(lines).rstrip().rstrip(";")
-    return {name: _INCLUDE.sub(lambda m: found[m.group(1)], text) for name, text in found.items()}
+    return {name: _expand(found, text) for name, text in found.items()}
+
+
+def _expand(found: dict[str, str], text: str) -> str:
+    """``text`` with each ``{@name}`` replaced by that fragment, itself expanded."""
+    return _INCLUDE.sub(lambda m: _expand(found, found[m.group(1)]), text)
 
 
 def query(name: str) -> str:

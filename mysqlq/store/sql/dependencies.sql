@@ -50,7 +50,6 @@ UPDATE mysqlq_jobs SET dependents = TRUE WHERE id IN ({ids}) AND dependents IS N
 UPDATE mysqlq_jobs
    SET waiting_for = %(pending)s,
        status = IF(%(pending)s > 0, 'waiting', status),
-       ready_queue = IF(%(pending)s > 0, NULL, ready_queue),
        scheduled_at = IF(%(pending)s > 0, NULL, scheduled_at)
  WHERE id = %(id)s;
 
@@ -79,7 +78,6 @@ UPDATE mysqlq_jobs SET waiting_for = waiting_for - %s WHERE status = 'waiting' A
 -- Dependents whose last parent ended: ready, or scheduled when enqueued with a later run_at.
 UPDATE mysqlq_jobs
    SET status = IF(run_at <= UTC_TIMESTAMP(6), 'ready', 'scheduled'),
-       ready_queue = IF(run_at <= UTC_TIMESTAMP(6), queue, NULL),
        scheduled_at = IF(run_at <= UTC_TIMESTAMP(6), NULL, run_at)
  WHERE status = 'waiting' AND waiting_for = 0 AND id IN ({ids});
 
@@ -97,7 +95,7 @@ UPDATE mysqlq_jobs
 -- name: end_parents_done
 -- The releasing path's outcome for jobs of the batch that are done and returned nothing: like
 -- complete_jobs, for jobs that have dependents (locked above).
-UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
+UPDATE mysqlq_jobs SET status = 'done', running_batch = 0, finished_at = NOW(6), worker = {@worker_name},
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE running_batch = %s AND id IN ({ids});
 
@@ -105,7 +103,7 @@ UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(
 -- The releasing path's outcome for one job of the batch: done (with its result) or dead (with its
 -- error), like complete_job_with_result and bury_job but for a job that has dependents.
 UPDATE mysqlq_jobs
-   SET status = %(status)s, running_batch = NULL, finished_at = NOW(6), lease_until = NULL,
+   SET status = %(status)s, running_batch = 0, finished_at = NOW(6), worker = {@worker_name},
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key),
        result = IF(%(status)s = 'done', %(result)s, result),
        last_error = IF(%(status)s = 'dead', %(error)s, last_error)
@@ -119,8 +117,8 @@ UPDATE mysqlq_jobs SET run_trace_context = %(context)s WHERE id = %(id)s;
 -- name: reaped_parents
 -- The reaper's releasing path: running jobs with dependents that reap_jobs left alone because
 -- they used up their attempts (fenced and filtered like reap_jobs), locked.
-SELECT j.id FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state) LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
- WHERE j.running_batch IS NOT NULL AND j.dependents IS NOT NULL AND j.attempts >= j.max_attempts
+SELECT j.id FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_live) LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
+ WHERE j.running_batch > 0 AND j.dependents IS NOT NULL AND j.attempts >= j.max_attempts
    AND (j.worker_id IN ({ids}) OR (%s AND (j.lease_until < NOW(6) OR w.id IS NULL)))
    AND (%s IS NULL OR EXISTS (SELECT 1 FROM mysqlq_leaders l
                                WHERE l.role = 'reaper' AND l.worker_id = %s AND l.epoch = %s))
@@ -130,11 +128,13 @@ SELECT j.id FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state) LEFT JOIN mysqlq_
 -- Those jobs end dead, as reap_jobs ends the others.
 UPDATE mysqlq_jobs
    SET status = 'dead', finished_at = NOW(6),
-       last_error = CONCAT('worker ', COALESCE(worker, '?'), ' was lost while running attempt ',
-                           attempts, ' of ', max_attempts),
+       last_error = CONCAT('worker ', COALESCE((SELECT w.name FROM mysqlq_workers w WHERE w.id = mysqlq_jobs.worker_id),
+                                               worker, '?'),
+                           ' was lost while running attempt ', attempts, ' of ', max_attempts),
+       worker = COALESCE((SELECT w.name FROM mysqlq_workers w WHERE w.id = mysqlq_jobs.worker_id), worker),
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key),
-       running_batch = NULL, batch_id = NULL, lease_until = NULL
- WHERE running_batch IS NOT NULL AND id IN ({ids});
+       running_batch = 0, batch_id = 0
+ WHERE running_batch > 0 AND id IN ({ids});
 
 -- ---------------------------------------------------------------- inspect
 

@@ -36,8 +36,8 @@ SELECT id FROM mysqlq_jobs WHERE running_batch = %s AND id IN ({ids}) FOR UPDATE
 -- Set a claimed job aside until a slot of its key frees: not claimable, no lease, and the
 -- attempt its claim took refunded (it did not run). Fenced by the claim token.
 UPDATE mysqlq_jobs
-   SET status = 'blocked', batch_id = NULL, running_batch = NULL, lease_until = NULL, started_at = NULL,
-       worker_id = NULL, worker = NULL, attempts = GREATEST(attempts, 1) - 1
+   SET status = 'blocked', batch_id = 0, running_batch = 0, started_at = '1970-01-01 00:00:00',
+       worker_id = 0, attempts = GREATEST(attempts, 1) - 1
  WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
 -- name: add_blocked
@@ -60,7 +60,7 @@ DELETE FROM mysqlq_blocked_jobs WHERE concurrency_key = %s AND job_id IN ({ids})
 
 -- name: unblock_jobs
 -- Blocked jobs given a slot become ready: the claim sees them again (in the ready index).
-UPDATE mysqlq_jobs SET status = 'ready', ready_queue = queue WHERE status = 'blocked' AND id IN ({ids});
+UPDATE mysqlq_jobs SET status = 'ready' WHERE status = 'blocked' AND id IN ({ids});
 
 -- name: ready_queues
 -- The queues of listed jobs (to wake the workers of the queues that gained ready jobs).

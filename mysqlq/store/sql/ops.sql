@@ -9,13 +9,19 @@
 
 -- ---------------------------------------------------------------- inspect
 
+-- name: live_listed
+-- The columns of a listed job, read from the live table (the history's hold them as they are): the
+-- columns a claim writes in place hold 0 or the epoch for "none" (schema 18), shown as NULL, and a
+-- running job's worker is named by its registration.
+id, queue, handler, status, priority, attempts, max_attempts, {@shown_worker}, NULLIF(batch_id, 0) AS batch_id,
+enqueued_at, run_at, {@shown_start}, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
+
 -- name: list_jobs
 -- Jobs of any status, newest first, optionally only of one queue and handler (NULL: any): of each
 -- table (live, then history) a walk of its primary key from the end, limit rows (with a filter, it
 -- reads on until enough rows match). Up to twice limit rows, each table's newest first: the caller
 -- keeps the newest limit of both (no temporary table, no sort on the server).
-(SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-        enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
+(SELECT {@live_listed}
   FROM mysqlq_jobs
  WHERE (%(queue)s IS NULL OR queue = %(queue)s)
    AND (%(handler)s IS NULL OR handler = %(handler)s)
@@ -30,15 +36,14 @@ UNION ALL
 
 -- name: list_jobs_in_state
 -- Jobs of one status other than running in one queue, newest first (finished last, then id): of
--- each table a walk of its range (status, queue) from the end, limit rows (mysqlq_jobs_state in the
+-- each table a walk of its range (status, queue) from the end, limit rows (mysqlq_jobs_live in the
 -- live table, mysqlq_jobs_history_ended in the history, each in this order with no sort), however
 -- long the history. The caller keeps the newest limit of both.
-(SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-        enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
-  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
- WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s
+(SELECT {@live_listed}
+  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch = 0 AND status = %(status)s AND queue = %(queue)s
    AND (%(handler)s IS NULL OR handler = %(handler)s)
- ORDER BY finished_at DESC, id DESC LIMIT %(limit)s)
+ ORDER BY finished_at DESC, priority DESC, id DESC LIMIT %(limit)s)
 UNION ALL
 (SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
         enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
@@ -51,8 +56,7 @@ UNION ALL
 -- Jobs with ids in [low, high), newest first, optionally of one queue, status and handler (NULL:
 -- any): of each table a range of its primary key, limit rows (the caller keeps the newest limit of
 -- both); so it reads at most high - low rows however rare a match is.
-(SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-        enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
+(SELECT {@live_listed}
   FROM mysqlq_jobs
  WHERE id >= %(low)s AND id < %(high)s
    AND (%(queue)s IS NULL OR queue = %(queue)s)
@@ -80,8 +84,7 @@ SELECT job_id FROM mysqlq_job_tags FORCE INDEX (mysqlq_job_tags_tag)
 -- Listed jobs (the ids tagged_job_ids found), optionally only of one queue, status and handler (each
 -- given twice; NULL: any): by primary key in each table, the caller puts them newest first. The ids
 -- and filters are given twice: once for the live table, once for the history.
-(SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-        enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
+(SELECT {@live_listed}
   FROM mysqlq_jobs
  WHERE id IN ({ids})
    AND (%s IS NULL OR queue = %s)
@@ -103,10 +106,9 @@ SELECT GREATEST((SELECT COALESCE(MAX(id), 0) FROM mysqlq_jobs),
 
 -- name: list_running_jobs
 -- Running jobs, newest first, optionally of one queue and handler: the running rows only.
-SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
-       enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
-  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
- WHERE running_batch IS NOT NULL
+SELECT {@live_listed}
+  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch > 0
    AND (%(queue)s IS NULL OR queue = %(queue)s)
    AND (%(handler)s IS NULL OR handler = %(handler)s)
  ORDER BY id DESC LIMIT %(limit)s;
@@ -116,7 +118,8 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, bat
 -- in each table.
 (SELECT id, queue, handler, status, priority, attempts, max_attempts, snoozes, progress, progress_note,
         time_limit, dedupe_key, dedupe_scope,
-        concurrency_key, worker, worker_id, batch_id, enqueued_at, run_at, started_at, finished_at, lease_until,
+        concurrency_key, {@shown_worker}, NULLIF(worker_id, 0) AS worker_id, NULLIF(batch_id, 0) AS batch_id,
+        enqueued_at, run_at, {@shown_start}, finished_at, IF(running_batch > 0, lease_until, NULL) AS lease_until,
         payload, last_error, result, tags, trace_context
   FROM mysqlq_jobs WHERE id = %(id)s)
 UNION ALL
@@ -143,17 +146,17 @@ UNION ALL
 -- Dead jobs go back to ready with a fresh set of attempts; last_error is kept for the record. Dead
 -- jobs are live rows (only done jobs move into the history).
 UPDATE mysqlq_jobs
-   SET status = 'ready', ready_queue = queue, attempts = 0, run_at = NOW(6), finished_at = NULL, started_at = NULL,
-       batch_id = NULL, lease_until = NULL
+   SET status = 'ready', attempts = 0, run_at = NOW(6), finished_at = NULL, started_at = '1970-01-01 00:00:00',
+       batch_id = 0
  WHERE status = 'dead' AND id IN ({ids});
 
 -- name: dead_jobs
 -- The next dead jobs, optionally of one queue (a plain read: retry_jobs re-checks the status), in the
--- order of mysqlq_jobs_state: the dead rows only, and no sort. The live table only: retry_jobs
+-- order of mysqlq_jobs_live: the dead rows only, and no sort. The live table only: retry_jobs
 -- changes live rows, and dead jobs stay there (were they ever moved, both would read the history).
-SELECT id, queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
- WHERE running_batch IS NULL AND status = 'dead' AND (%(queue)s IS NULL OR queue = %(queue)s)
- ORDER BY queue, finished_at, id LIMIT %(limit)s;
+SELECT id, queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch = 0 AND status = 'dead' AND (%(queue)s IS NULL OR queue = %(queue)s)
+ ORDER BY queue, finished_at, priority, id LIMIT %(limit)s;
 
 -- name: cancel_jobs
 -- Ready, scheduled, blocked (waiting for a concurrency slot), waiting (for parents) or running jobs
@@ -162,8 +165,7 @@ SELECT id, queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
 -- final at once: the worker holding it finds it so within a second (cancelled_in_hand), asks its
 -- handler to stop, and writes nothing more (its fenced writes no longer match).
 UPDATE mysqlq_jobs
-   SET status = 'cancelled', ready_queue = NULL, scheduled_at = NULL, running_batch = NULL,
-       finished_at = NOW(6), batch_id = NULL, lease_until = NULL,
+   SET status = 'cancelled', scheduled_at = NULL, running_batch = 0, finished_at = NOW(6), batch_id = 0,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE status IN ('ready', 'scheduled', 'blocked', 'waiting', 'running') AND id IN ({ids});
 
@@ -172,14 +174,14 @@ UPDATE mysqlq_jobs
 SELECT paused FROM mysqlq_queues WHERE name = %(name)s;
 
 -- name: queue_has_jobs
--- Whether any job names a queue: one dive per status into mysqlq_jobs_state, the running rows, and
+-- Whether any job names a queue: one dive per status into mysqlq_jobs_live, the running rows, and
 -- one dive per finished status into mysqlq_jobs_history_ended.
-SELECT EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-                WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'blocked', 'waiting', 'done', 'dead',
+SELECT EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+                WHERE running_batch = 0 AND status IN ('ready', 'scheduled', 'blocked', 'waiting', 'done', 'dead',
                                                          'cancelled')
                   AND queue = %(name)s)
-    OR EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-                WHERE running_batch IS NOT NULL AND queue = %(name)s)
+    OR EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+                WHERE running_batch > 0 AND queue = %(name)s)
     OR EXISTS (SELECT 1 FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
                 WHERE status IN ('done', 'dead', 'cancelled') AND queue = %(name)s);
 
@@ -206,12 +208,12 @@ SELECT name FROM mysqlq_queues WHERE paused ORDER BY name;
 
 -- name: throughput
 -- Per queue, the jobs that ended done or dead in the last window: for each listed queue, the end of
--- its (done, queue) and (dead, queue) ranges of mysqlq_jobs_state in the live table and of
+-- its (done, queue) and (dead, queue) ranges of mysqlq_jobs_live in the live table and of
 -- mysqlq_jobs_history_ended in the history, never the older history. The queues and the window are
 -- given twice: once for each table.
 SELECT queue, SUM(status = 'done'), SUM(status = 'dead')
-  FROM (SELECT queue, status FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-         WHERE running_batch IS NULL AND status IN ('done', 'dead') AND queue IN ({ids})
+  FROM (SELECT queue, status FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+         WHERE running_batch = 0 AND status IN ('done', 'dead') AND queue IN ({ids})
            AND finished_at >= NOW(6) - INTERVAL %s MICROSECOND
         UNION ALL
         SELECT queue, status FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
@@ -227,31 +229,33 @@ SELECT NOW(6) - INTERVAL %(age_us)s MICROSECOND;
 
 -- name: expired_jobs
 -- The next live jobs of one status and queue that finished before the cutoff, walking the range
--- (status, queue, finished_at, id) of mysqlq_jobs_state on from the last position: each batch
--- reads on where the last one stopped, and stops at the cutoff (rows kept are never read).
--- A plain read: delete_jobs re-checks each row. Ordered by (finished_at, id), the index's order
--- within the one queue: ordered by (queue, finished_at, id) instead, MariaDB 10.11 sorted the whole
+-- (0, status, queue) of mysqlq_jobs_live on from the last position: each batch reads on where the
+-- last one stopped, and stops at the cutoff (rows kept are never read).
+-- A plain read: delete_jobs re-checks each row. Ordered by (finished_at, priority, id), the index's
+-- order within the one queue: ordered by (queue, finished_at, id) instead, MariaDB 10.11 sorted the whole
 -- rest of the expired range for every batch once the history was large (Performance: Retention of
 -- a large history). The history's are expired_history_jobs.
-SELECT id, finished_at FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
- WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s
-   AND (finished_at > %(after_finished_at)s OR (finished_at = %(after_finished_at)s AND id > %(after_id)s))
- ORDER BY finished_at, id LIMIT %(limit)s;
+SELECT id, finished_at, priority FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch = 0 AND status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s
+   AND (finished_at > %(after_finished_at)s
+        OR (finished_at = %(after_finished_at)s
+            AND (priority > %(after_priority)s OR (priority = %(after_priority)s AND id > %(after_id)s))))
+ ORDER BY finished_at, priority, id LIMIT %(limit)s;
 
 -- name: expired_history_jobs
 -- expired_jobs in the history: the next jobs of one status and queue there that finished before the
 -- cutoff, walking the range (status, queue, finished_at, id) of mysqlq_jobs_history_ended on from
 -- the last position, in the index's order (no sort). A plain read: delete_history_jobs re-checks.
-SELECT id, finished_at FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
+SELECT id, finished_at, priority FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
  WHERE status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s
    AND (finished_at > %(after_finished_at)s OR (finished_at = %(after_finished_at)s AND id > %(after_id)s))
  ORDER BY finished_at, id LIMIT %(limit)s;
 
 -- name: count_expired
 -- How many jobs of one status and queue finished before the cutoff (for purge's progress bar): its
--- range of mysqlq_jobs_state in the live table and of mysqlq_jobs_history_ended in the history.
-SELECT (SELECT COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-         WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s)
+-- range of mysqlq_jobs_live in the live table and of mysqlq_jobs_history_ended in the history.
+SELECT (SELECT COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+         WHERE running_batch = 0 AND status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s)
      + (SELECT COUNT(*) FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
          WHERE status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s);
 

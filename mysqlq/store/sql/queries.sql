@@ -94,6 +94,14 @@ SHOW SESSION STATUS LIKE 'Ssl_cipher';
 -- server's time zone, so that NOW(6) and the times mysqlq writes and reads agree.
 SET time_zone = '+00:00';
 
+-- name: session_worker
+-- A worker's connections, once connected: the worker's name, which the statements that end an attempt
+-- write into the job's row ({@worker_name}). A claim writes only the worker's id (a name would change
+-- the row's size, and the row would not be rewritten in place); a subquery of mysqlq_workers
+-- would take a shared lock on the worker's row until the ending transaction commits (an
+-- INSERT … SELECT or UPDATE reads other tables so), and the worker's heartbeat would wait for it.
+SET @mysqlq_worker = %(name)s;
+
 -- name: session_isolation
 -- The transaction isolation level of a worker's connections (`mysqlq worker --isolation`). A keyword
 -- cannot be a parameter: {isolation} is replaced by a member of mysqlq.core.config.Isolation.
@@ -171,7 +179,8 @@ SELECT id, tags FROM mysqlq_jobs
 -- their done jobs or not (`mysqlq history`; the installation's row has the empty name, never a queue's): each
 -- as 0 or 1 followed by the name.
 SELECT
-  (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready) WHERE ready_queue IN ({ids}) LIMIT 1) AS has_ready,
+  (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+    WHERE running_batch = 0 AND status = 'ready' AND queue IN ({ids}) LIMIT 1) AS has_ready,
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(scheduled_at)) FROM mysqlq_jobs) AS next_due_us,
   (SELECT GROUP_CONCAT(name SEPARATOR '\n') FROM mysqlq_queues WHERE paused AND name IN ({ids})) AS paused,
   (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), lease_until) FROM mysqlq_leaders WHERE role = 'reaper')
@@ -185,9 +194,9 @@ SELECT
 -- A burst worker's last look before it exits, when it has found nothing yet: did a worker claim jobs of
 -- these queues lately (the parameter, in microseconds)? A claim made before its queue's durations were known
 -- holds a whole batch and gives back, soon after, what its slots cannot start (another may run them).
--- Only running rows are read (their entries lead mysqlq_jobs_state).
-SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
- WHERE running_batch IS NOT NULL AND queue IN ({ids})
+-- Only running rows are read (their entries follow every other row's in mysqlq_jobs_live).
+SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch > 0 AND queue IN ({ids})
    AND started_at > NOW(6) - INTERVAL %s MICROSECOND
  LIMIT 1;
 
@@ -195,46 +204,46 @@ SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
 -- Make scheduled jobs (delayed or waiting to retry) whose time has come ready: the first rows of
 -- mysqlq_jobs_scheduled (only scheduled jobs have a scheduled_at).
 UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_scheduled)
-   SET status = 'ready', ready_queue = queue, scheduled_at = NULL
+   SET status = 'ready', scheduled_at = NULL
  WHERE scheduled_at <= NOW(6)
  ORDER BY scheduled_at LIMIT %(limit)s;
 
 -- name: claim_batch
 -- Claim: mark up to N ready jobs of a queue as ours under a fresh batch_id.
--- It walks mysqlq_jobs_ready, which holds a queue name only for ready rows, and moves each row
--- it takes out of it (ready_queue NULL) and into mysqlq_jobs_state under its batch: two index
--- entries per job. The index is forced (with few rows the optimizer may prefer another plan and a
--- filesort), and ORDER BY names the equality column too (in the index's direction), which keeps
--- the plan an ordered index walk even on a session whose collation differs from the table's.
-UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)
-   SET status = 'running', ready_queue = NULL, running_batch = %(batch_id)s, batch_id = %(batch_id)s,
-       worker_id = %(worker_id)s, worker = %(worker)s,
-       attempts = attempts + 1, started_at = NOW(6), finished_at = NULL,
-       lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
- WHERE ready_queue = %(queue)s
- ORDER BY ready_queue DESC, priority, id LIMIT %(limit)s;
+-- It walks the ready rows of the queue in mysqlq_jobs_live and moves each row it takes to its
+-- batch's place there: one index entry per job. Every column it writes is of fixed size and
+-- already holds a value (schema 18), so the row is rewritten in place; the worker's name is not
+-- written (readers take it from mysqlq_workers while the job runs). The index is forced (with few
+-- rows the optimizer may prefer another plan and a filesort), and ORDER BY names the equality
+-- columns too, which keeps the plan an ordered index walk even on a session whose collation
+-- differs from the table's. A ready job's finished_at is NULL (a job that ended and was made ready
+-- again has it cleared), so the order is by priority, then id.
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+   SET status = 'running', running_batch = %(batch_id)s, batch_id = %(batch_id)s, worker_id = %(worker_id)s,
+       attempts = attempts + 1, started_at = NOW(6), lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
+ WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s
+ ORDER BY running_batch, status, queue, finished_at, priority, id LIMIT %(limit)s;
 
 -- name: lock_ready_skip_locked
 -- Claim, SKIP LOCKED variant, step 1 (in a transaction): lock the next ready jobs nobody else holds.
-SELECT id FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)
- WHERE ready_queue = %(queue)s
- ORDER BY ready_queue DESC, priority, id LIMIT %(limit)s
+SELECT id FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s
+ ORDER BY running_batch, status, queue, finished_at, priority, id LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED;
 
 -- name: claim_ids
 -- Claim, SKIP LOCKED variant, step 2: mark the locked jobs as ours under a fresh batch_id.
 UPDATE mysqlq_jobs
-   SET status = 'running', ready_queue = NULL, running_batch = %s, batch_id = %s, worker_id = %s, worker = %s,
-       attempts = attempts + 1, started_at = NOW(6), finished_at = NULL,
-       lease_until = NOW(6) + INTERVAL %s MICROSECOND
- WHERE status = 'ready' AND id IN ({ids});
+   SET status = 'running', running_batch = %s, batch_id = %s, worker_id = %s,
+       attempts = attempts + 1, started_at = NOW(6), lease_until = NOW(6) + INTERVAL %s MICROSECOND
+ WHERE running_batch = 0 AND status = 'ready' AND id IN ({ids});
 
 -- name: fetch_batch
 -- Read a claimed batch back by its claim token (the jobs of the batch still running).
 -- The columns in the order of mysqlq.core.jobs.ClaimedJob's fields.
 SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key, snoozes, tags,
        trace_context, waiting_for IS NOT NULL, dedupe_key IS NOT NULL AND dedupe_scope = 'forever'
-  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) WHERE running_batch = %(batch_id)s
+  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live) WHERE running_batch = %(batch_id)s
  ORDER BY priority, id;
 
 -- name: batch_done_ids
@@ -251,15 +260,21 @@ SELECT id, batch_id = %s FROM mysqlq_jobs_history WHERE id IN ({ids});
 -- The history row of a job that ends done, read from its live row (the select list of the move_
 -- statements, which include it as {@done_row}): every column of mysqlq_jobs, in its order, with the
 -- values a done job has. Moved jobs hold no dedupe key of scope 'forever' (those stay live), so the
--- key is freed as every statement that ends a job frees an 'active' one.
+-- key is freed as every statement that ends a job frees an 'active' one. The worker's name is read
+-- from its registration ({@worker_name}).
 id, queue, handler, payload, 'done', priority, run_at, attempts, max_attempts, time_limit, batch_id, worker_id,
-worker, NULL, enqueued_at, started_at, NOW(6), NULL, last_error, dedupe_scope, NULL, NULL, NULL, concurrency_key,
+{@worker_name}, NULL, enqueued_at, started_at, NOW(6), NULL, last_error, dedupe_scope, NULL, NULL, concurrency_key,
 result, dependents, waiting_for, snoozes, progress, progress_note, tags, trace_context, run_trace_context
+
+-- name: worker_name
+-- The name of the worker that ends an attempt (session_worker; NULL on a connection that is not a
+-- worker's), which the statements that end it keep in the job's worker column.
+@mysqlq_worker
 
 -- name: move_done_jobs
 -- Jobs of a batch finished, step 1 of 3 (in one transaction; see move_done_batch): copy them into
 -- the history as done. Jobs whose claim was taken over are not touched (running_batch is the claim
--- token while a job runs, NULL once it is anything else); the locking read holds the rows it copies
+-- token while a job runs, 0 once it is anything else); the locking read holds the rows it copies
 -- until the transaction ends, so the delete that follows deletes exactly them.
 -- Jobs that others wait for (dependents set) are left running: the worker ends them in a
 -- transaction that also releases their dependents (mysqlq.store.dependencies.end_parents). Jobs
@@ -280,31 +295,31 @@ DELETE FROM mysqlq_jobs
 
 -- name: complete_jobs
 -- Step 3: the jobs of the list left running without dependents (their dedupe key is kept
--- "forever") are marked done where they are; their entry in mysqlq_jobs_state moves from their
--- batch to (done, queue, finished_at). Usually none is left, and the statement changes nothing.
-UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL
+-- "forever") are marked done where they are; their entry in mysqlq_jobs_live moves from their
+-- batch to (0, done, queue, finished_at). Usually none is left, and the statement changes nothing.
+UPDATE mysqlq_jobs SET status = 'done', running_batch = 0, finished_at = NOW(6), worker = {@worker_name}
  WHERE running_batch = %s AND id IN ({ids}) AND dependents IS NULL;
 
 -- name: move_done_batch
 -- The rest of a batch finished (its failures and releases were written before), in one
 -- transaction of three statements: this copy into the history, delete_done_batch, complete_batch.
--- Each reads the batch's rows by its entries in mysqlq_jobs_state.
+-- Each reads the batch's rows by its entries in mysqlq_jobs_live.
 INSERT INTO mysqlq_jobs_history
-SELECT {@done_row} FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
+SELECT {@done_row} FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
  WHERE running_batch = %(batch_id)s AND dependents IS NULL AND (dedupe_key IS NULL OR dedupe_scope = 'active')
    FOR UPDATE;
 
 -- name: delete_done_batch
 -- Step 2 of move_done_batch (in the multi-table form, the one that takes an index hint).
-DELETE j FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state)
+DELETE j FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_live)
  WHERE j.running_batch = %(batch_id)s AND j.dependents IS NULL
    AND (j.dedupe_key IS NULL OR j.dedupe_scope = 'active');
 
 -- name: complete_batch
 -- Step 3: what is left of the batch without dependents (jobs whose dedupe key is kept "forever")
--- marked done in the live table: after the delete, its range of mysqlq_jobs_state holds only them.
-UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-   SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL
+-- marked done in the live table: after the delete, its range of mysqlq_jobs_live holds only them.
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+   SET status = 'done', running_batch = 0, finished_at = NOW(6), worker = {@worker_name}
  WHERE running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: move_done_job
@@ -324,7 +339,7 @@ DELETE FROM mysqlq_jobs
 -- name: complete_job
 -- Step 3 of move_done_job: the job marked done where it is, if it is still running (its dedupe key
 -- is kept "forever").
-UPDATE mysqlq_jobs SET status = 'done', running_batch = NULL, finished_at = NOW(6), lease_until = NULL
+UPDATE mysqlq_jobs SET status = 'done', running_batch = 0, finished_at = NOW(6), worker = {@worker_name}
  WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: discard_jobs
@@ -335,7 +350,7 @@ DELETE FROM mysqlq_jobs WHERE running_batch = %s AND id IN ({ids}) AND dependent
 -- name: discard_batch
 -- complete_batch for a batch whose every job's queue keeps no history: the rest of it deleted
 -- (in the multi-table form, the one that takes an index hint).
-DELETE j FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state)
+DELETE j FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_live)
  WHERE j.running_batch = %(batch_id)s AND j.dependents IS NULL;
 
 -- name: discard_job
@@ -346,8 +361,8 @@ DELETE FROM mysqlq_jobs WHERE id = %(id)s AND running_batch = %(batch_id)s AND d
 -- name: job_state
 -- Where one job stands, for the producer's job() (its result included): live, or in the history
 -- (one statement, one snapshot: a job moving between the two is found once).
-SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
-       finished_at, last_error, result, payload, dedupe_key
+SELECT id, queue, handler, status, priority, attempts, max_attempts, {@shown_worker}, enqueued_at, run_at,
+       {@shown_start}, finished_at, last_error, result, payload, dedupe_key
   FROM mysqlq_jobs WHERE id = %(id)s
 UNION ALL
 SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
@@ -357,9 +372,21 @@ SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enq
 -- name: job_state_by_key
 -- The same for the job holding a dedupe key (one row of the unique index): always a live job (a job
 -- that ends frees an 'active' key, and one kept "forever" stays live).
-SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,
-       finished_at, last_error, result, payload, dedupe_key
+SELECT id, queue, handler, status, priority, attempts, max_attempts, {@shown_worker}, enqueued_at, run_at,
+       {@shown_start}, finished_at, last_error, result, payload, dedupe_key
   FROM mysqlq_jobs WHERE dedupe_key = %(key)s;
+
+-- name: shown_worker
+-- A live job's worker as readers show it: while it runs, the name its worker registered under (a
+-- claim writes only the worker's id; a plain read, which locks nothing); after, the name its last
+-- attempt's end wrote.
+COALESCE(IF(running_batch > 0, (SELECT w.name FROM mysqlq_workers w WHERE w.id = mysqlq_jobs.worker_id), NULL),
+         worker) AS worker
+
+-- name: shown_start
+-- A live job's start as readers show it: NULL for a job that never started (the column holds the
+-- epoch then: it is NOT NULL, so that a claim writes it in place).
+NULLIF(started_at, '1970-01-01 00:00:00') AS started_at
 
 -- name: holds_queue
 -- Whether the connection's current database holds mysqlq's jobs table (an application's connection,
@@ -378,7 +405,7 @@ UPDATE mysqlq_jobs SET result = %(result)s
 UPDATE mysqlq_jobs
    SET status = 'scheduled', run_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
        scheduled_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
-       running_batch = NULL, batch_id = NULL, lease_until = NULL, last_error = %(error)s
+       running_batch = 0, batch_id = 0, worker = {@worker_name}, last_error = %(error)s
  WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
 -- name: record_progress
@@ -399,22 +426,22 @@ UPDATE mysqlq_jobs_history SET progress = %(fraction)s, progress_note = %(note)s
 UPDATE mysqlq_jobs
    SET status = 'scheduled', run_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
        scheduled_at = NOW(6) + INTERVAL %(delay_us)s MICROSECOND,
-       running_batch = NULL, batch_id = NULL, lease_until = NULL,
+       running_batch = 0, batch_id = 0, worker = {@worker_name},
        attempts = GREATEST(attempts, 1) - 1, snoozes = snoozes + 1
  WHERE id = %(id)s AND running_batch = %(batch_id)s;
 
 -- name: bury_job
 -- A job out of attempts (or that can never succeed) ends dead, its error kept.
 UPDATE mysqlq_jobs
-   SET status = 'dead', running_batch = NULL, finished_at = NOW(6), lease_until = NULL, last_error = %(error)s,
+   SET status = 'dead', running_batch = 0, finished_at = NOW(6), worker = {@worker_name}, last_error = %(error)s,
        dedupe_key = IF(dedupe_scope = 'active', NULL, dedupe_key)
  WHERE id = %(id)s AND running_batch = %(batch_id)s AND dependents IS NULL;
 
 -- name: release_jobs
 -- Give claimed jobs that never started back to the queue, refunding the attempt the claim took.
 UPDATE mysqlq_jobs
-   SET status = 'ready', ready_queue = queue, running_batch = NULL, batch_id = NULL, lease_until = NULL,
-       started_at = NULL, attempts = GREATEST(attempts, 1) - 1
+   SET status = 'ready', running_batch = 0, batch_id = 0, worker_id = 0, started_at = '1970-01-01 00:00:00',
+       attempts = GREATEST(attempts, 1) - 1
  WHERE running_batch = %s AND id IN ({ids});
 
 -- ---------------------------------------------------------------- workers, leases, reaper
@@ -434,7 +461,7 @@ UPDATE mysqlq_workers SET heartbeat_at = NOW(6), connection_id = CONNECTION_ID()
 
 -- name: extend_lease
 -- A live worker keeps the claim on the batch it is working through.
-UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) SET lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_live) SET lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
  WHERE running_batch = %(batch_id)s;
 
 -- name: unregister_worker
@@ -471,19 +498,19 @@ SELECT id, name FROM mysqlq_workers WHERE id IN ({ids});
 -- name: reap_jobs
 -- Running jobs of dead workers (and, with the flag, with an expired lease or no worker row) go back
 -- to ready; those that used up their attempts this way (poison jobs) end dead. It reads the running
--- rows only (running_batch is set on them alone), however long the history. Fenced by leadership:
+-- rows only (running_batch is not 0 on them alone), however long the history. Fenced by leadership:
 -- only the reaper leader of the given epoch changes anything (a NULL epoch: a worker releasing its
 -- own previous lives, which needs no leadership). Jobs with dependents that would end dead are
 -- left to reaped_parents, which releases their dependents too.
-UPDATE mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state) LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
+UPDATE mysqlq_jobs j FORCE INDEX (mysqlq_jobs_live) LEFT JOIN mysqlq_workers w ON w.id = j.worker_id
    SET j.status = IF(j.attempts >= j.max_attempts, 'dead', 'ready'),
-       j.ready_queue = IF(j.attempts >= j.max_attempts, NULL, j.queue),
        j.finished_at = IF(j.attempts >= j.max_attempts, NOW(6), NULL),
-       j.last_error = CONCAT('worker ', COALESCE(j.worker, '?'), ' was lost while running attempt ',
+       j.last_error = CONCAT('worker ', COALESCE(w.name, j.worker, '?'), ' was lost while running attempt ',
                              j.attempts, ' of ', j.max_attempts),
+       j.worker = COALESCE(w.name, j.worker),
        j.dedupe_key = IF(j.attempts >= j.max_attempts AND j.dedupe_scope = 'active', NULL, j.dedupe_key),
-       j.running_batch = NULL, j.batch_id = NULL, j.lease_until = NULL
- WHERE j.running_batch IS NOT NULL
+       j.running_batch = 0, j.batch_id = 0
+ WHERE j.running_batch > 0
    AND (j.dependents IS NULL OR j.attempts < j.max_attempts)
    AND (j.worker_id IN ({ids}) OR (%s AND (j.lease_until < NOW(6) OR w.id IS NULL)))
    AND (%s IS NULL OR EXISTS (SELECT 1 FROM mysqlq_leaders l
@@ -502,8 +529,8 @@ SELECT w.id, w.name, w.host, w.pid, w.connection_id, w.node, w.queues,
        TIMESTAMPDIFF(MICROSECOND, w.started_at, NOW(6)) AS age_us,
        TIMESTAMPDIFF(MICROSECOND, w.heartbeat_at, NOW(6)) AS heartbeat_age_us,
        w.heartbeat_interval_us, w.lease_us,
-       (SELECT COUNT(*) FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_state)
-         WHERE j.running_batch IS NOT NULL AND j.worker_id = w.id) AS running,
+       (SELECT COUNT(*) FROM mysqlq_jobs j FORCE INDEX (mysqlq_jobs_live)
+         WHERE j.running_batch > 0 AND j.worker_id = w.id) AS running,
        EXISTS (SELECT 1 FROM mysqlq_leaders l
                 WHERE l.role = 'reaper' AND l.worker_id = w.id AND l.lease_until > NOW(6)) AS leader
   FROM mysqlq_workers w ORDER BY w.name, w.id;
@@ -549,26 +576,26 @@ SELECT LAST_INSERT_ID();
 -- finished jobs reads the live table and mysqlq_jobs_history alike, in the one statement.
 
 -- name: count_waiting
--- Ready, scheduled, blocked and waiting jobs per queue: their ranges of mysqlq_jobs_state, read
+-- Ready, scheduled, blocked and waiting jobs per queue: their ranges of mysqlq_jobs_live, read
 -- on the index alone.
-SELECT queue, status, COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
- WHERE running_batch IS NULL AND status IN ('ready', 'scheduled', 'blocked', 'waiting')
+SELECT queue, status, COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch = 0 AND status IN ('ready', 'scheduled', 'blocked', 'waiting')
  GROUP BY queue, status;
 
 -- name: count_running
--- Running jobs per queue: the running rows of mysqlq_jobs_state (running_batch is set on them alone).
-SELECT queue, COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
- WHERE running_batch IS NOT NULL
+-- Running jobs per queue: the running rows of mysqlq_jobs_live (running_batch is not 0 on them alone).
+SELECT queue, COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch > 0
  GROUP BY queue;
 
 -- name: count_capped
 -- Jobs of one finished status in one queue, counting no further than the cap in each table (a
 -- result that reaches the cap means "at least the cap"; the sum may reach twice it): one range of
--- mysqlq_jobs_state in the live table and one of mysqlq_jobs_history_ended in the history, each
+-- mysqlq_jobs_live in the live table and one of mysqlq_jobs_history_ended in the history, each
 -- cut short.
 SELECT COUNT(*) FROM (
-  (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-    WHERE running_batch IS NULL AND status = %(status)s AND queue = %(queue)s
+  (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+    WHERE running_batch = 0 AND status = %(status)s AND queue = %(queue)s
     LIMIT %(cap)s)
   UNION ALL
   (SELECT 1 FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
@@ -578,24 +605,24 @@ SELECT COUNT(*) FROM (
 
 -- name: next_queue
 -- The first queue after a name that has jobs of a status (not running), in either table: one
--- dive into mysqlq_jobs_state and one into mysqlq_jobs_history_ended, so that the queues of a
+-- dive into mysqlq_jobs_live and one into mysqlq_jobs_history_ended, so that the queues of a
 -- status are listed in as many pairs of dives as there are queues.
 SELECT MIN(queue) FROM (
-  SELECT MIN(queue) AS queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state)
-   WHERE running_batch IS NULL AND status = %(status)s AND queue > %(after)s
+  SELECT MIN(queue) AS queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+   WHERE running_batch = 0 AND status = %(status)s AND queue > %(after)s
   UNION ALL
   SELECT MIN(queue) FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
    WHERE status = %(status)s AND queue > %(after)s
 ) AS firsts;
 
 -- name: running_queues
--- Queues with running jobs (the running rows of mysqlq_jobs_state).
-SELECT DISTINCT queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_state) WHERE running_batch IS NOT NULL;
+-- Queues with running jobs (the running rows of mysqlq_jobs_live).
+SELECT DISTINCT queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live) WHERE running_batch > 0;
 
 -- name: oldest_ready_age
 -- Per queue, how long the oldest ready job has been waiting (microseconds): the ready rows only.
-SELECT ready_queue, TIMESTAMPDIFF(MICROSECOND, MIN(run_at), NOW(6)) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_ready)
- WHERE ready_queue IS NOT NULL GROUP BY ready_queue;
+SELECT queue, TIMESTAMPDIFF(MICROSECOND, MIN(run_at), NOW(6)) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch = 0 AND status = 'ready' GROUP BY queue;
 
 -- name: cancelled_in_hand
 -- Which of the jobs a worker holds were cancelled meanwhile (mysqlq cancel): primary-key lookups,

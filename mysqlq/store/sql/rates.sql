@@ -88,8 +88,8 @@ UPDATE mysqlq_rate_buckets SET next_at = CASE bucket {turns} END WHERE bucket IN
 -- refunded. Fenced by the claim token.
 UPDATE mysqlq_jobs
    SET status = 'scheduled', run_at = CASE id {turns} END, scheduled_at = CASE id {turns} END,
-       running_batch = NULL, batch_id = NULL, lease_until = NULL, started_at = NULL,
-       worker_id = NULL, worker = NULL, attempts = GREATEST(attempts, 1) - 1
+       running_batch = 0, batch_id = 0, started_at = '1970-01-01 00:00:00',
+       worker_id = 0, attempts = GREATEST(attempts, 1) - 1
  WHERE running_batch = %s AND id IN ({ids});
 
 -- name: rate_overrides

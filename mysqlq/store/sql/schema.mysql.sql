@@ -40,18 +40,17 @@ CREATE TABLE `mysqlq_jobs` (
   `attempts` smallint unsigned NOT NULL DEFAULT '0',
   `max_attempts` smallint unsigned NOT NULL,
   `time_limit` int unsigned DEFAULT NULL,
-  `batch_id` bigint unsigned DEFAULT NULL,
-  `worker_id` bigint unsigned DEFAULT NULL,
+  `batch_id` bigint unsigned NOT NULL DEFAULT '0',
+  `worker_id` bigint unsigned NOT NULL DEFAULT '0',
   `worker` varchar(255) COLLATE utf8mb4_bin DEFAULT NULL,
-  `lease_until` datetime(6) DEFAULT NULL,
+  `lease_until` datetime(6) NOT NULL DEFAULT '1970-01-01 00:00:00.000000',
   `enqueued_at` datetime(6) NOT NULL,
-  `started_at` datetime(6) DEFAULT NULL,
+  `started_at` datetime(6) NOT NULL DEFAULT '1970-01-01 00:00:00.000000',
   `finished_at` datetime(6) DEFAULT NULL,
   `dedupe_key` varchar(191) COLLATE utf8mb4_bin DEFAULT NULL,
   `last_error` mediumtext COLLATE utf8mb4_bin,
   `dedupe_scope` enum('forever','active') COLLATE utf8mb4_bin NOT NULL DEFAULT 'forever',
-  `ready_queue` varchar(100) COLLATE utf8mb4_bin DEFAULT (if((`status` = _utf8mb4'ready'),`queue`,NULL)),
-  `running_batch` bigint unsigned DEFAULT (if((`status` = _utf8mb4'running'),`batch_id`,NULL)),
+  `running_batch` bigint unsigned NOT NULL DEFAULT '0',
   `scheduled_at` datetime(6) DEFAULT (if((`status` = _utf8mb4'scheduled'),`run_at`,NULL)),
   `concurrency_key` varchar(191) COLLATE utf8mb4_bin DEFAULT NULL,
   `result` mediumblob,
@@ -65,9 +64,8 @@ CREATE TABLE `mysqlq_jobs` (
   `run_trace_context` varchar(600) COLLATE utf8mb4_bin DEFAULT NULL,
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
-  KEY `mysqlq_jobs_ready` (`ready_queue` DESC,`priority`,`id`),
-  KEY `mysqlq_jobs_state` (`running_batch`,`status`,`queue`,`finished_at`),
-  KEY `mysqlq_jobs_scheduled` (`scheduled_at`)
+  KEY `mysqlq_jobs_scheduled` (`scheduled_at`),
+  KEY `mysqlq_jobs_live` (`running_batch`,`status`,`queue`,`finished_at`,`priority`,`id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE `mysqlq_jobs_history` (
@@ -91,7 +89,6 @@ CREATE TABLE `mysqlq_jobs_history` (
   `dedupe_key` varchar(191) COLLATE utf8mb4_bin DEFAULT NULL,
   `last_error` mediumtext COLLATE utf8mb4_bin,
   `dedupe_scope` enum('forever','active') COLLATE utf8mb4_bin NOT NULL DEFAULT 'forever',
-  `ready_queue` varchar(100) COLLATE utf8mb4_bin DEFAULT NULL,
   `running_batch` bigint unsigned DEFAULT NULL,
   `scheduled_at` datetime(6) DEFAULT NULL,
   `concurrency_key` varchar(191) COLLATE utf8mb4_bin DEFAULT NULL,

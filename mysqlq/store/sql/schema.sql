@@ -40,18 +40,17 @@ CREATE TABLE `mysqlq_jobs` (
   `attempts` smallint(5) unsigned NOT NULL DEFAULT 0,
   `max_attempts` smallint(5) unsigned NOT NULL,
   `time_limit` int(10) unsigned DEFAULT NULL,
-  `batch_id` bigint(20) unsigned DEFAULT NULL,
-  `worker_id` bigint(20) unsigned DEFAULT NULL,
+  `batch_id` bigint(20) unsigned NOT NULL DEFAULT 0,
+  `worker_id` bigint(20) unsigned NOT NULL DEFAULT 0,
   `worker` varchar(255) DEFAULT NULL,
-  `lease_until` datetime(6) DEFAULT NULL,
+  `lease_until` datetime(6) NOT NULL DEFAULT '1970-01-01 00:00:00.000000',
   `enqueued_at` datetime(6) NOT NULL,
-  `started_at` datetime(6) DEFAULT NULL,
+  `started_at` datetime(6) NOT NULL DEFAULT '1970-01-01 00:00:00.000000',
   `finished_at` datetime(6) DEFAULT NULL,
   `dedupe_key` varchar(191) DEFAULT NULL,
   `last_error` mediumtext DEFAULT NULL,
   `dedupe_scope` enum('forever','active') NOT NULL DEFAULT 'forever',
-  `ready_queue` varchar(100) DEFAULT if(`status` = 'ready',`queue`,NULL),
-  `running_batch` bigint(20) unsigned DEFAULT if(`status` = 'running',`batch_id`,NULL),
+  `running_batch` bigint(20) unsigned NOT NULL DEFAULT 0,
   `scheduled_at` datetime(6) DEFAULT if(`status` = 'scheduled',`run_at`,NULL),
   `concurrency_key` varchar(191) DEFAULT NULL,
   `result` mediumblob DEFAULT NULL,
@@ -65,9 +64,8 @@ CREATE TABLE `mysqlq_jobs` (
   `run_trace_context` varchar(600) DEFAULT NULL,
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
-  KEY `mysqlq_jobs_ready` (`ready_queue` DESC,`priority`,`id`),
-  KEY `mysqlq_jobs_state` (`running_batch`,`status`,`queue`,`finished_at`),
-  KEY `mysqlq_jobs_scheduled` (`scheduled_at`)
+  KEY `mysqlq_jobs_scheduled` (`scheduled_at`),
+  KEY `mysqlq_jobs_live` (`running_batch`,`status`,`queue`,`finished_at`,`priority`,`id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE `mysqlq_jobs_history` (
@@ -91,7 +89,6 @@ CREATE TABLE `mysqlq_jobs_history` (
   `dedupe_key` varchar(191) DEFAULT NULL,
   `last_error` mediumtext DEFAULT NULL,
   `dedupe_scope` enum('forever','active') NOT NULL DEFAULT 'forever',
-  `ready_queue` varchar(100) DEFAULT NULL,
   `running_batch` bigint(20) unsigned DEFAULT NULL,
   `scheduled_at` datetime(6) DEFAULT NULL,
   `concurrency_key` varchar(191) DEFAULT NULL,

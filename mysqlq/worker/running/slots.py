@@ -194,7 +194,8 @@ class Slots:
         with self._lock:
             db = self._dbs.get(slot)
             if db is None:
-                db = self._dbs[slot] = Database(self.settings.dsn, isolation=self.settings.isolation)
+                db = self._dbs[slot] = Database(self.settings.dsn, isolation=self.settings.isolation,
+                                                worker_name=self.settings.worker_name)
         return db.conn
 
     def drop_connection(self, slot: int) -> None:

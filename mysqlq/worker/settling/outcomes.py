@@ -186,7 +186,8 @@ class OutcomeBuffer:
         if finished:
             if final and not (done and discarded):  # the batch's rest, all kept or all deleted
                 count = completed if completed is not None else db.run(
-                    lambda cur: claims.complete_batch(cur, batch_id, discard=bool(discarded), in_place=in_place))
+                    lambda cur: claims.complete_batch(cur, batch_id, discard=bool(discarded), in_place=in_place,
+                                                      merged=db.multi_statements))
             else:
                 count = sum(db.run(partial(claims.complete, batch_id=batch_id, ids=ids, discard=discard,
                                            in_place=in_place, merged=db.multi_statements))
