@@ -77,14 +77,15 @@ def promote_due(cur: Cursor, limit: int = 1000) -> int:
     return execute(cur, "promote_due", {"limit": limit})
 
 
-def _claim_params(queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int) -> dict[str, Any]:
-    return {"queue": queue, "batch_id": batch_id, "worker_id": worker_id, "worker": worker,
-            "lease_us": round(lease * 1e6), "limit": limit}
+def _claim_params(queue: str, batch_id: int, worker_id: int, lease: float, limit: int) -> dict[str, Any]:
+    return {"queue": queue, "batch_id": batch_id, "worker_id": worker_id, "lease_us": round(lease * 1e6),
+            "limit": limit}
 
 
-def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int) -> int:
-    """Claim with one UPDATE … ORDER BY … LIMIT under the batch token; returns how many were claimed."""
-    return execute(cur, "claim_batch", _claim_params(queue, batch_id, worker_id, worker, lease, limit))
+def claim_update(cur: Cursor, queue: str, batch_id: int, worker_id: int, lease: float, limit: int) -> int:
+    """Claim with one UPDATE … ORDER BY … LIMIT under the batch token, for the worker of that
+    registration id (a claim writes no name: see session_worker); returns how many were claimed."""
+    return execute(cur, "claim_batch", _claim_params(queue, batch_id, worker_id, lease, limit))
 
 
 # The statements that end jobs done, in one transaction: the jobs copied into the history, deleted
@@ -143,7 +144,7 @@ def _results(conn: Connection, statements: int) -> list[int]:
 
 
 def claim_and_fetch(
-    conn: Connection, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int,
+    conn: Connection, queue: str, batch_id: int, worker_id: int, lease: float, limit: int,
     ended: int | None = None, discard: bool = False, in_place: bool = True,
 ) -> tuple[int | None, int, list[ClaimedJob]]:
     """:func:`claim_update`, then :func:`fetch_batch` (every job of the batch, whatever queue it came
@@ -162,7 +163,7 @@ def claim_and_fetch(
     Safe to repeat as a unit, like the statements alone: the read-back finds the batch by its token,
     and a completion repeated changes nothing the second time (the caller then asks which of its
     jobs are done, as after any completion that changed fewer rows than it named)."""
-    params = _claim_params(queue, batch_id, worker_id, worker, lease, limit)
+    params = _claim_params(queue, batch_id, worker_id, lease, limit)
     if ended is not None:
         params["ended_batch_id"] = ended
     literal = conn.literal
@@ -185,9 +186,7 @@ def claim_and_fetch(
     return completed, claimed, jobs
 
 
-def claim_skip_locked(
-    cur: Cursor, queue: str, batch_id: int, worker_id: int, worker: str, lease: float, limit: int
-) -> int:
+def claim_skip_locked(cur: Cursor, queue: str, batch_id: int, worker_id: int, lease: float, limit: int) -> int:
     """Claim with SELECT … FOR UPDATE SKIP LOCKED, then UPDATE by id, in one transaction."""
     with transaction(cur.connection):
         execute(cur, "lock_ready_skip_locked", {"queue": queue, "limit": limit})

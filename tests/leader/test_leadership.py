@@ -51,7 +51,7 @@ def test_a_lapsed_leader_is_replaced_under_a_new_epoch_and_its_writes_are_fenced
         assert leaders.state(cur, ROLE).worker_id == new
         # The old leader wakes: it cannot renew, and what it writes in its old epoch changes nothing.
         assert not leaders.renew(cur, ROLE, old, first, lease=60)
-        assert claims.claim_update(cur, "default", 7, new, "new", 60, 10) == 1
+        assert claims.claim_update(cur, "default", 7, new, 60, 10) == 1
         stale = registry.Fence(old, first)
         assert registry.reap(cur, [new], False, stale) == 0
         assert registry.forget(cur, [new], stale) == 0

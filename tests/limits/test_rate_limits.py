@@ -258,7 +258,7 @@ def test_a_job_whose_turn_comes_within_moments_stays_claimed_and_starts_then(qdb
     conn = qdb.connect()
     try:
         with conn.cursor() as cur:
-            assert claims.claim_update(cur, "default", 7, 1, "w", 60, 2) == 2
+            assert claims.claim_update(cur, "default", 7, 1, 60, 2) == 2
             admitted = rates.admit(cur, 7, [rates.Limited(first, bucket, limit)], hold=1.0)
             assert admitted.admitted == {first}
             held = rates.admit(cur, 7, [rates.Limited(second, bucket, limit)], hold=1.0)
@@ -272,7 +272,7 @@ def test_a_job_whose_turn_comes_within_moments_stays_claimed_and_starts_then(qdb
             again = rates.admit(cur, 7, [rates.Limited(second, bucket, limit)])
             assert again.admitted == {second} and not again.held and not again.deferred
             assert qdb.scalar(waiting, (second,)) == 0
-            assert claims.claim_update(cur, "default", 8, 1, "w", 60, 1) == 1
+            assert claims.claim_update(cur, "default", 8, 1, 60, 1) == 1
             set_aside = rates.admit(cur, 8, [rates.Limited(third, bucket, limit)])  # no hold
             assert not set_aside.admitted and set(set_aside.deferred) == {third} and not set_aside.held
     finally:
@@ -309,13 +309,13 @@ def test_a_claim_that_admits_holds_none_and_a_job_given_back_late_comes_back_fir
     conn = qdb.connect()
     try:
         with conn.cursor() as cur:
-            assert claims.claim_update(cur, "default", 7, 1, "w", 60, 2) == 2
+            assert claims.claim_update(cur, "default", 7, 1, 60, 2) == 2
             mixed = rates.admit(cur, 7, [rates.Limited(job, bucket, limit) for job in (first, second)], hold=1.0)
             assert mixed.admitted == {first} and not mixed.held and set(mixed.deferred) == {second}
             with transaction(conn):
                 rates.wait_again(cur, [rates.GivenBack(first, bucket, mixed.stamps[first])])
                 assert claims.release(cur, 7, [first]) == 1
-            assert claims.claim_update(cur, "default", 8, 1, "w", 60, 2) == 2  # the first and the third
+            assert claims.claim_update(cur, "default", 8, 1, 60, 2) == 2  # the first and the third
             again = rates.admit(cur, 8, [rates.Limited(job, bucket, limit) for job in (first, third)])
             assert again.admitted == {first} and set(again.deferred) == {third}
     finally:
@@ -336,7 +336,7 @@ def test_a_job_given_back_late_no_longer_counts_its_start(qdb: QueueDB) -> None:
     conn = qdb.connect()
     try:
         with conn.cursor() as cur:
-            assert claims.claim_update(cur, "default", 7, 1, "w", 60, 1) == 1  # the first
+            assert claims.claim_update(cur, "default", 7, 1, 60, 1) == 1  # the first
             admitted = rates.admit(cur, 7, [rates.Limited(first, bucket, limit)])
             assert admitted.admitted == {first}
             stamp = admitted.stamps[first]
@@ -350,7 +350,7 @@ def test_a_job_given_back_late_no_longer_counts_its_start(qdb: QueueDB) -> None:
                 assert claims.release(cur, 7, [first]) == 1
             assert qdb.query(starts) == [(bucket, stamp, second + 1000), (bucket, other, first)]
             assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_rate_waiting WHERE job_id = %s", (first,)) == 1
-            assert claims.claim_update(cur, "default", 8, 1, "w", 60, 2) == 2
+            assert claims.claim_update(cur, "default", 8, 1, 60, 2) == 2
             again = rates.admit(cur, 8, [rates.Limited(job, bucket, limit) for job in (first, second)])
             assert again.admitted == {first, second} and not again.deferred
     finally:

@@ -17,7 +17,7 @@ from ..conftest import QueueDB
 
 def claim_next(qdb: QueueDB, batch_id: int = 7, worker_id: int = 1, limit: int = 100) -> int:
     """Claim the next ready jobs of the default queue as worker ``worker_id`` would; returns how many."""
-    return run_store(qdb, lambda cur: claims.claim_update(cur, "default", batch_id, worker_id, "w", 60, limit))
+    return run_store(qdb, lambda cur: claims.claim_update(cur, "default", batch_id, worker_id, 60, limit))
 
 
 def run_store(qdb: QueueDB, unit: Callable[[Cursor], int]) -> int:

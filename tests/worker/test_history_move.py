@@ -67,7 +67,7 @@ def claimed(qdb: QueueDB, batch_id: int, count: int) -> list[int]:
     conn = connect(Dsn.parse(qdb.dsn))
     try:
         with conn.cursor() as cur:
-            assert claims.claim_update(cur, "default", batch_id, 0, "w", 60, count) == count
+            assert claims.claim_update(cur, "default", batch_id, 0, 60, count) == count
     finally:
         conn.close()
     return ids
@@ -144,11 +144,11 @@ def test_a_completion_that_fails_half_way_in_the_claims_query_leaves_no_transact
     try:
         connection_id = lock_and_wait_briefly(other, conn, ids[2])
         with pytest.raises(MySQLdb.OperationalError) as failed:
-            claims.claim_and_fetch(conn, "default", 222, 0, "w", 60, 10, ended=111)
+            claims.claim_and_fetch(conn, "default", 222, 0, 60, 10, ended=111)
         assert failed.value.args[0] == 1205
         assert open_transactions(qdb, connection_id) == 0
         other.rollback()
-        completed, claimed_now, jobs = claims.claim_and_fetch(conn, "default", 222, 0, "w", 60, 10, ended=111)
+        completed, claimed_now, jobs = claims.claim_and_fetch(conn, "default", 222, 0, 60, 10, ended=111)
         assert (completed, claimed_now, jobs) == (3, 0, [])
     finally:
         other.close()
@@ -169,7 +169,7 @@ def test_the_claim_says_which_jobs_keep_their_key_and_a_completion_marks_in_plac
     conn = connect(Dsn.parse(qdb.dsn), multi_statements=True)
     try:
         with conn.cursor() as cur:
-            assert claims.claim_update(cur, "default", 333, 0, "w", 60, 10) == 3
+            assert claims.claim_update(cur, "default", 333, 0, 60, 10) == 3
             keeps = {job.id: job.keeps_key for job in claims.fetch_batch(cur, 333)}
             assert keeps == {forever: 1, active: 0, plain: 0}
             ids = [forever, active, plain]

@@ -80,9 +80,9 @@ def test_a_deleting_completion_is_fenced_by_the_batch(qdb: QueueDB) -> None:
     conn = connect(qdb.settings().dsn)
     try:
         with conn.cursor() as cur:
-            assert claims.claim_update(cur, "light", 501, 1, "w", 60.0, 4) == 4
+            assert claims.claim_update(cur, "light", 501, 1, 60.0, 4) == 4
             assert claims.release(cur, 501, ids[2:]) == 2  # as the reaper would: back to ready
-            assert claims.claim_update(cur, "light", 502, 2, "w2", 60.0, 4) == 2
+            assert claims.claim_update(cur, "light", 502, 2, 60.0, 4) == 2
             assert claims.complete(cur, 501, ids, discard=True) == 2
             assert claims.completed_ids(cur, 501, ids) == set(ids[:2])
             assert claims.complete_batch(cur, 502, discard=True) == 2

@@ -33,11 +33,11 @@ def test_every_write_of_a_claim_that_was_taken_over_changes_nothing(qdb: QueueDB
     conn = qdb.connect()
     with conn.cursor() as cur:
         cur.execute(query("session_worker"), {"name": "new"})
-        assert claims.claim_update(cur, "default", 111, 1, "old", 60, 10) == 3
+        assert claims.claim_update(cur, "default", 111, 1, 60, 10) == 3
         # The claim is taken over: its lease ran out, the reaper gave the jobs back, another claimed them.
         cur.execute("UPDATE mysqlq_jobs SET lease_until = NOW(6) - INTERVAL 1 SECOND")
         assert registry.reap(cur, [], True) == 3
-        assert claims.claim_update(cur, "default", 222, 2, "new", 60, 10) == 3
+        assert claims.claim_update(cur, "default", 222, 2, 60, 10) == 3
         assert claims.complete(cur, 111, ids) == 0
         assert claims.complete_one(cur, 111, ids[0]) == 0
         assert claims.retry(cur, 111, ids[0], 1.0, "late") == 0

@@ -101,9 +101,9 @@ def test_a_claim_carries_the_completion_of_the_batch_before_it_and_may_be_repeat
     conn = connect(Dsn.parse(qdb.dsn), multi_statements=True)  # as the worker's own
     try:
         with conn.cursor() as cur:
-            assert claims.claim_update(cur, "default", 111, 0, "w", 60, 2) == 2
-        first = claims.claim_and_fetch(conn, "default", 222, 0, "w", 60, 2, ended=111)
-        again = claims.claim_and_fetch(conn, "default", 222, 0, "w", 60, 2, ended=111)
+            assert claims.claim_update(cur, "default", 111, 0, 60, 2) == 2
+        first = claims.claim_and_fetch(conn, "default", 222, 0, 60, 2, ended=111)
+        again = claims.claim_and_fetch(conn, "default", 222, 0, 60, 2, ended=111)
         with conn.cursor() as cur:
             assert claims.completed_ids(cur, 111, ids[:2]) == set(ids[:2])
     finally:
@@ -139,7 +139,7 @@ def test_a_worker_gone_mid_claim_has_completed_the_batch_before(qdb: QueueDB) ->
     locker = connect(Dsn.parse(qdb.dsn))
     try:
         with conn.cursor() as cur:
-            assert claims.claim_update(cur, "default", 111, 0, "w", 60, 50) == 50
+            assert claims.claim_update(cur, "default", 111, 0, 60, 50) == 50
         locker.begin()  # the claim waits for this row lock until its worker is gone
         with locker.cursor() as cur:
             cur.execute("SELECT id FROM mysqlq_jobs WHERE status = 'ready' ORDER BY id LIMIT 1 FOR UPDATE")

@@ -83,8 +83,8 @@ class Claimer:
                 def claim_and_fetch(conn: Connection, queue: str = queue,
                                     room: int = room) -> tuple[int | None, int, list[ClaimedJob]]:
                     ended, discard, in_place = held if held is not None else (None, False, True)
-                    return claims.claim_and_fetch(conn, queue, batch_id, worker_id, settings.worker_name,
-                                                  settings.lease, room, ended, discard, in_place)
+                    return claims.claim_and_fetch(conn, queue, batch_id, worker_id, settings.lease, room, ended,
+                                                  discard, in_place)
 
                 completed, _, jobs = self.db.run_on(claim_and_fetch)
                 if completed is not None and ride_along is not None:
@@ -92,7 +92,7 @@ class Claimer:
                 break
 
             def claim(cur: Cursor, queue: str = queue, room: int = room) -> int:
-                return statement(cur, queue, batch_id, worker_id, settings.worker_name, settings.lease, room)
+                return statement(cur, queue, batch_id, worker_id, settings.lease, room)
 
             claimed += self.db.run(claim)
             if claimed >= limit:
