@@ -306,6 +306,9 @@ def test_the_readers_walk_an_index_of_each_table(qdb: QueueDB, cur: Cursor) -> N
     assert accesses(cur, query("expired_jobs"), ranged) == {"mysqlq_jobs": ["mysqlq_jobs_live"]}
     assert accesses(cur, query("expired_history_jobs"), ranged) == {
         "mysqlq_jobs_history": ["mysqlq_jobs_history_ended"]}
+    for name in ("expired_jobs", "expired_history_jobs"):  # on the index alone: no row read for a column
+        (walk,) = tables(json.loads(explain_json(cur, query(name), ranged)))
+        assert walk.get("using_index") is True, (name, walk)
     assert accesses(cur, query("count_expired"), ranged) == {
         "mysqlq_jobs": ["mysqlq_jobs_live"], "mysqlq_jobs_history": ["mysqlq_jobs_history_ended"]}
     for name in ("delete_jobs", "delete_history_jobs"):

@@ -204,6 +204,25 @@ def test_a_producer_of_schema_15_enqueues_throughout_the_migration_and_every_job
     assert qdb.statuses() == {"done": len(enqueued)}
 
 
+def migrate_stopped(qdb: QueueDB, conn: Any, monkeypatch: pytest.MonkeyPatch, after_ranges: int) -> None:
+    """Run `mysqlq migrate` on ``conn`` as a process that dies once a statement run in primary-key
+    ranges has committed that many ranges."""
+    ranges = 0
+
+    def stop() -> None:
+        nonlocal ranges
+        ranges += 1
+        if ranges == after_ranges:
+            raise KeyboardInterrupt
+
+    with conn.cursor() as cur:
+        real = schema._in_id_ranges
+        monkeypatch.setattr(schema, "_in_id_ranges", lambda c, s, _: real(c, s, stop))
+        with pytest.raises(KeyboardInterrupt):
+            migrate(cur, qdb.name)
+        monkeypatch.undo()
+
+
 def test_a_migration_stopped_while_it_moves_the_history_resumes_with_nothing_lost_or_moved_twice(
         qdb: QueueDB, monkeypatch: pytest.MonkeyPatch) -> None:
     at_version(qdb, 16)
@@ -214,20 +233,7 @@ def test_a_migration_stopped_while_it_moves_the_history_resumes_with_nothing_los
                     "CONCAT('{\"n\": ', seq, '}'), IF(seq % 10 = 0, 'ready', 'done'), NOW(6), 3, 1, NOW(6), NOW(6), "
                     f"NOW(6), 9, IF(seq % 3 = 0, '[1]', NULL) FROM {numbers(23_000)}")
     before = snapshot(qdb, COLUMNS + ", result", history=False)
-    ranges = 0
-
-    def stop_after_two_ranges() -> None:  # the process dies after the second range's commit
-        nonlocal ranges
-        ranges += 1
-        if ranges == 2:
-            raise KeyboardInterrupt
-
-    with conn.cursor() as cur:
-        real = schema._in_id_ranges
-        monkeypatch.setattr(schema, "_in_id_ranges", lambda c, s, _: real(c, s, stop_after_two_ranges))
-        with pytest.raises(KeyboardInterrupt):
-            migrate(cur, qdb.name)
-        monkeypatch.undo()
+    migrate_stopped(qdb, conn, monkeypatch, after_ranges=2)
     conn.close()
     assert qdb.scalar("SELECT COALESCE(MAX(version), 0) FROM mysqlq_schema_version") == 16
     moved = int(qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history"))
@@ -256,20 +262,7 @@ def test_a_migration_to_the_in_place_claim_stopped_half_way_resumes_and_every_jo
                     f"SELECT 'default', 'test.record', CONCAT('{{\"n\": ', seq, '}}'), 'ready', NOW(6), 3, NOW(6) "
                     f"FROM {numbers(12_000)}")
     before = snapshot(qdb, COLUMNS)
-    ranges = 0
-
-    def stop_after_one_range() -> None:
-        nonlocal ranges
-        ranges += 1
-        if ranges == 1:
-            raise KeyboardInterrupt
-
-    with conn.cursor() as cur:
-        real = schema._in_id_ranges
-        monkeypatch.setattr(schema, "_in_id_ranges", lambda c, s, _: real(c, s, stop_after_one_range))
-        with pytest.raises(KeyboardInterrupt):
-            migrate(cur, qdb.name)
-        monkeypatch.undo()
+    migrate_stopped(qdb, conn, monkeypatch, after_ranges=1)
     assert qdb.scalar("SELECT COALESCE(MAX(version), 0) FROM mysqlq_schema_version") == 17
     # A producer of the previous version goes on meanwhile (the defaults are set first).
     qdb.query(PRODUCER_15, ("default", '{"n": -1}'))

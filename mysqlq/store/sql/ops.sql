@@ -245,8 +245,9 @@ SELECT id, finished_at, priority FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
 -- name: expired_history_jobs
 -- expired_jobs in the history: the next jobs of one status and queue there that finished before the
 -- cutoff, walking the range (status, queue, finished_at, id) of mysqlq_jobs_history_ended on from
--- the last position, in the index's order (no sort). A plain read: delete_history_jobs re-checks.
-SELECT id, finished_at, priority FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
+-- the last position, in the index's order (no sort), on the index alone (the third column, the live walk's
+-- priority, is not read: this walk goes by finished_at and id). A plain read: delete_history_jobs re-checks.
+SELECT id, finished_at, 0 FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
  WHERE status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s
    AND (finished_at > %(after_finished_at)s OR (finished_at = %(after_finished_at)s AND id > %(after_id)s))
  ORDER BY finished_at, id LIMIT %(limit)s;
