@@ -76,10 +76,13 @@ def recovery_run(bench: Bench, sizes: Sizes, check: bool, options: list[str], be
                       [json.dumps({"t": t0 - (base + i) * STRIDE}).encode() for i in range(n)])
             mysqlq.notify(settings, ["default"])
             victim = pick_victim(cur, workers, dsn.database, victim_kind)
+            # A claim writes its worker's registration id, not its name; the id outlives the registration.
+            cur.execute("SELECT id FROM mysqlq_workers WHERE name = %s", (victim,))
+            victim_id = int(cur.fetchone()[0])
             wait_done(cur, n // 5, since=since, interval=0.01)  # well into the drain, not at its first claim
-            held, killed_at = kill_holding(cur, workers, victim)
+            held, killed_at = kill_holding(cur, workers, victim, victim_id)
             held_list = sorted(held)
-            reclaimed, done = rerun_times(cur, workers, name, victim, held_list, killed_at)
+            reclaimed, done = rerun_times(cur, workers, name, victim, victim_id, held_list, killed_at)
             wait_drained(cur, workers, timeout=120)
             cur.execute("SELECT COUNT(*), SUM(status = 'done'), SUM(attempts > 1)"
                         f" FROM {every_job('id, status, attempts')} WHERE id > %s", (since,))
@@ -97,7 +100,7 @@ def recovery_run(bench: Bench, sizes: Sizes, check: bool, options: list[str], be
     workers.log.unlink(missing_ok=True)
 
 
-def rerun_times(cur: Any, workers: Workers, name: str, victim: str, held: list[int],
+def rerun_times(cur: Any, workers: Workers, name: str, victim: str, victim_id: int, held: list[int],
                 killed_at: float) -> tuple[float | None, float]:
     """Seconds from the victim's kill until other workers had claimed every job it held, and until they
     had done them all."""
@@ -105,8 +108,8 @@ def rerun_times(cur: Any, workers: Workers, name: str, victim: str, held: list[i
     moments: dict[str, float] = {}
 
     def re_run() -> bool:
-        cur.execute(f"SELECT SUM(worker <> %s), SUM(status = 'done' AND worker <> %s) FROM {EVERY_JOB}"
-                    f" WHERE id IN ({marks})", (victim, victim, *held))
+        cur.execute(f"SELECT SUM(worker_id <> %s), SUM(status = 'done' AND worker_id <> %s) FROM {EVERY_JOB}"
+                    f" WHERE id IN ({marks})", (victim_id, victim_id, *held))
         moved, finished = (int(x or 0) for x in cur.fetchone())
         now = time.perf_counter()
         if "reclaimed" not in moments and moved == len(held):
@@ -167,12 +170,13 @@ def pick_victim(cur: Any, workers: Workers, database: str, kind: str) -> str:
     return wait_for(victim, "a reaper leader among the live workers", 30, interval=0.05)
 
 
-def kill_holding(cur: Any, workers: Workers, victim: str, timeout: float = 30.0) -> tuple[set[int], float]:
+def kill_holding(cur: Any, workers: Workers, victim: str, victim_id: int,
+                 timeout: float = 30.0) -> tuple[set[int], float]:
     """Watch the victim until it holds a claim, freeze it, note the jobs it still holds, then SIGKILL it."""
     pid = workers.procs[victim].pid
 
     def holding() -> set[int]:
-        cur.execute("SELECT id FROM mysqlq_jobs WHERE worker = %s AND status = 'running'", (victim,))
+        cur.execute("SELECT id FROM mysqlq_jobs WHERE worker_id = %s AND status = 'running'", (victim_id,))
         return {int(row[0]) for row in cur.fetchall()}
 
     def caught() -> tuple[set[int], float] | None:
