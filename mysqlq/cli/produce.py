@@ -38,7 +38,7 @@ def _job_from_line(number: int, line: str, defaults: dict[str, Any], cfg: Settin
     if not isinstance(item, dict) or "handler" not in item:
         raise InvalidJob(f"line {number}: expected an object with at least \"handler\"")
     known = {"handler", "payload", "queue", "delay", "priority", "dedupe_key", "dedupe_scope", "max_attempts",
-             "time_limit", "concurrency_key", "after", "on_parent_failure", "tags"}
+             "time_limit", "concurrency_key", "after", "on_parent_failure", "tags", "fairness_key"}
     unknown = set(item) - known
     if unknown:
         raise InvalidJob(f"line {number}: unknown field(s) {', '.join(sorted(unknown))}")
@@ -128,11 +128,14 @@ def _traced(queues: set[str], batch: int | None = None) -> Iterator[Callable[[in
 @click.option("--tag", "tags", metavar="TAG", multiple=True, envvar="MYSQLQ_ENQUEUE_TAG", show_envvar=True,
               help="Tag the job (repeat for several; in the variable, separate them by spaces): find it with "
               "`mysqlq jobs list --tag`. With --file, for lines that give no \"tags\".")
+@click.option("--fairness-key", envvar="MYSQLQ_ENQUEUE_FAIRNESS_KEY", show_envvar=True,
+              help="The tenant (or other party) the job is for: workers take a queue's jobs in turn across keys, "
+              "so one key's backlog does not hold back another's jobs (with --file: for lines that name none).")
 @click.pass_context
 def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: Path | None, queue: str,
             delay: float, priority: int, dedupe_key: str | None, dedupe_scope: str, max_attempts: int | None,
             time_limit: float | None, concurrency_key: str | None, after: tuple[int, ...],
-            on_parent_failure: str, tags: tuple[str, ...]) -> None:
+            on_parent_failure: str, tags: tuple[str, ...], fairness_key: str | None) -> None:
     """Enqueue HANDLER with a JSON PAYLOAD ("-": read it from stdin) and print its id,
     or bulk-load jobs with --file.
 
@@ -146,7 +149,7 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
             raise click.UsageError("--after takes one job; with --file, give \"after\" on each line")
         defaults = {"queue": queue, "delay": delay, "priority": priority, "max_attempts": max_attempts,
                     "time_limit": time_limit, "dedupe_scope": dedupe_scope, "concurrency_key": concurrency_key,
-                    "on_parent_failure": on_parent_failure, "tags": tags}
+                    "on_parent_failure": on_parent_failure, "tags": tags, "fairness_key": fairness_key}
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -166,6 +169,6 @@ def enqueue(ctx: click.Context, handler: str | None, payload: str | None, path: 
         job_id = producer.enqueue(handler, _payload(payload), queue=queue, delay=delay, priority=priority,
                                   dedupe_key=dedupe_key, dedupe_scope=dedupe_scope, max_attempts=max_attempts,
                                   time_limit=time_limit, concurrency_key=concurrency_key, after=after,
-                                  on_parent_failure=on_parent_failure, tags=tags)
+                                  on_parent_failure=on_parent_failure, tags=tags, fairness_key=fairness_key)
         enqueued(job_id)
     click.echo(job_id)

@@ -44,6 +44,7 @@ def any_of(statuses: Sequence[str]) -> str:
     return statuses[0] if len(statuses) == 1 else f"{', '.join(statuses[:-1])} or {statuses[-1]}"
 MAX_DEDUPE_KEY = 191
 MAX_CONCURRENCY_KEY = 191
+MAX_FAIRNESS_KEY = 100  # mysqlq_jobs.fairness_key (VARCHAR(100))
 MAX_ATTEMPTS_LIMIT = 1000
 # The range of the schema's DATETIME(6) columns (run_at), a day inside it so that a client clock
 # ahead of the server's cannot push a job past the end.
@@ -75,6 +76,7 @@ class EnqueueOptions(TypedDict, total=False):
     after: Sequence[int]
     on_parent_failure: str
     tags: Sequence[str]
+    fairness_key: str | None
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class Job:
     after: Sequence[int] = ()
     on_parent_failure: str = "cancel"
     tags: Sequence[str] = ()
+    fairness_key: str | None = None
 
     def parents(self) -> tuple[int, ...]:
         """The ids of ``after``, checked and sorted (InvalidJob says what is wrong); () for none."""
@@ -123,17 +126,19 @@ class Job:
         """The insert_jobs parameters, after checking every field (InvalidJob says what is wrong)."""
         return job_row(settings, self.handler, self.payload, self.queue, self.delay, self.run_at, self.priority,
                        self.dedupe_key, self.max_attempts, self.time_limit, self.dedupe_scope, self.concurrency_key,
-                       self.tags)
+                       self.tags, self.fairness_key)
 
 
 def job_row(settings: Settings, handler: str, payload: object, queue: str, delay: float, run_at: datetime | None,
             priority: int, dedupe_key: str | None, max_attempts: int | None, time_limit: float | None,
-            dedupe_scope: str, concurrency_key: str | None, tags: Sequence[str] = ()) -> tuple[Any, ...]:
+            dedupe_scope: str, concurrency_key: str | None, tags: Sequence[str] = (),
+            fairness_key: str | None = None) -> tuple[Any, ...]:
     """:meth:`Job.row` of a job given field by field: what ``Producer.enqueue`` calls, without making
     a Job first (a frozen dataclass of thirteen fields costs about as much as all the checks).
 
-    The row ends with the tags (a JSON array, None without) and the trace context of the span
-    current now (mysqlq.core.tracing; None without one): every way of enqueueing makes its row here."""
+    The row ends with the tags (a JSON array, None without), the trace context of the span current
+    now (mysqlq.core.tracing; None without one) and the fairness key (None without): every way of
+    enqueueing makes its row here."""
     check_name("handler", handler, InvalidJob)
     check_name("queue", queue, InvalidJob)
     encoded = encode_payload(payload, settings.max_payload_bytes)
@@ -147,6 +152,8 @@ def job_row(settings: Settings, handler: str, payload: object, queue: str, delay
     if concurrency_key is not None and (not isinstance(concurrency_key, str)
                                         or not 0 < len(concurrency_key) <= MAX_CONCURRENCY_KEY):
         raise InvalidJob(f"concurrency key must be a string of 1 to {MAX_CONCURRENCY_KEY} characters")
+    if fairness_key is not None:
+        check_fairness_key(fairness_key)
     if dedupe_scope not in DEDUPE_SCOPES:
         raise InvalidJob(f"dedupe scope must be 'forever' or 'active', got {dedupe_scope!r}")
     attempts = settings.max_attempts if max_attempts is None else max_attempts
@@ -158,7 +165,16 @@ def job_row(settings: Settings, handler: str, payload: object, queue: str, delay
     status = Status.SCHEDULED if delay > 0 or at is not None else Status.READY
     limit = math.ceil(time_limit) if time_limit is not None else None
     return (queue, handler, encoded, status, priority, at, round(delay * 1_000_000), attempts, limit, dedupe_key,
-            dedupe_scope, concurrency_key, encode_tags(tags) if tags else None, current_trace_context())
+            dedupe_scope, concurrency_key, encode_tags(tags) if tags else None, current_trace_context(), fairness_key)
+
+
+def check_fairness_key(key: object) -> str:
+    """``key`` if it is a fairness key mysqlq stores: a string of 1 to MAX_FAIRNESS_KEY printable
+    characters; InvalidJob says what is wrong."""
+    if not isinstance(key, str) or not 0 < len(key) <= MAX_FAIRNESS_KEY or not key.isprintable():
+        shown = f"{len(key)} characters" if isinstance(key, str) and len(key) > MAX_FAIRNESS_KEY else repr(key)
+        raise InvalidJob(f"fairness key must be a string of 1 to {MAX_FAIRNESS_KEY} printable characters, got {shown}")
+    return key
 
 
 def check_tags(tags: object) -> list[str]:

@@ -6,7 +6,8 @@ cron = "0 3 * * *"            # five fields, or @hourly, @daily, @weekly, @month
 timezone = "Europe/Berlin"    # IANA name, default UTC
 handler = "report.build"
 payload = {kind = "daily"}
-queue = "reports"             # and priority, max_attempts, time_limit, concurrency_key, tags as for enqueue
+queue = "reports"             # and priority, max_attempts, time_limit, concurrency_key, tags,
+                              # fairness_key as for enqueue
 
 [refresh-cache]
 every = "30s"                 # an interval instead of cron: ticks at whole multiples of it since 1970 UTC
@@ -39,7 +40,8 @@ from mysqlq.core.jobs import Job
 # The @-names crontab(5) gives (not @reboot: a schedule has no boot).
 MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
           "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
-JOB_FIELDS = ("handler", "payload", "queue", "priority", "max_attempts", "time_limit", "concurrency_key", "tags")
+JOB_FIELDS = ("handler", "payload", "queue", "priority", "max_attempts", "time_limit", "concurrency_key", "tags",
+              "fairness_key")
 FIELDS = ("cron", "every", "timezone", *JOB_FIELDS)
 MAX_CRON = 200  # characters: the timing is stored beside the schedule's state (VARCHAR(255))
 KEY_PREFIX = "mysqlq:schedule:"
@@ -68,6 +70,7 @@ class Entry:
     time_limit: float | None = None
     concurrency_key: str | None = None  # ticks of the entry then run at most the handler's limit at once
     tags: tuple[str, ...] = ()  # each tick's job has them (`mysqlq jobs list --tag`)
+    fairness_key: str | None = None  # each tick's job takes its turn among the queue's keys
 
     @property
     def zone(self) -> tzinfo:
@@ -104,7 +107,7 @@ class Entry:
         """The job one tick enqueues, keyed by entry and tick (the key holds until the job is purged)."""
         return Job(self.handler, self.payload, self.queue, priority=self.priority, dedupe_key=tick_key(self.name, tick),
                    max_attempts=self.max_attempts, time_limit=self.time_limit, concurrency_key=self.concurrency_key,
-                   tags=self.tags)
+                   tags=self.tags, fairness_key=self.fairness_key)
 
 
 class EntryError(ConfigError):
@@ -156,7 +159,7 @@ def _entry(name: str, table: Any, settings: Settings) -> Entry:
         field = "every" if "cron" in table else "cron"
         raise bad(field, "give either cron or every, not both" if "cron" in table else "missing: give cron or every")
     values: dict[str, Any] = {field: table[field] for field in JOB_FIELDS if field in table}
-    for field in ("handler", "queue", "concurrency_key"):
+    for field in ("handler", "queue", "concurrency_key", "fairness_key"):
         if field in values and not isinstance(values[field], str):
             raise bad(field, f"must be a string, got {values[field]!r}")
     for field in ("priority", "max_attempts"):

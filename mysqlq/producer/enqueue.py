@@ -17,6 +17,7 @@ from mysqlq.producer.offload import Offload
 from mysqlq.producer.outbox import Transaction
 from mysqlq.producer.pool import Pool
 from mysqlq.producer.workflows import Group
+from mysqlq.store import fairness
 from mysqlq.store import jobs as store
 from mysqlq.store.db import CLI_RETRY, Connection, Cursor, Database, transaction
 from mysqlq.store.schema import check_schema
@@ -72,6 +73,7 @@ class Producer:
         after: Sequence[int] = (),
         on_parent_failure: str = "cancel",
         tags: Sequence[str] = (),
+        fairness_key: str | None = None,
     ) -> int:
         """Enqueue one job and return its id (with a taken dedupe key: the existing job's id).
 
@@ -81,11 +83,13 @@ class Producer:
         ``after``: ids of jobs that must be done first; the job waits (status ``waiting``) until the
         last of them is. If one ends dead or cancelled the job is cancelled, unless
         ``on_parent_failure="run"``. ``tags``: a few labels (at most 10, each 1 to 64 characters without
-        spaces) to find the job by: ``mysqlq jobs list --tag``, the dashboard.
+        spaces) to find the job by: ``mysqlq jobs list --tag``, the dashboard. ``fairness_key``: a tenant
+        (or any party) the job is for; within a queue and a priority, workers take jobs in turn across
+        keys instead of in the order they were enqueued (mysqlq.store.fairness).
         """
-        if after or tags:  # waits for other jobs, or has tag rows: one transaction (mysqlq.producer.workflows)
+        if after or tags or fairness_key is not None:  # more than one statement: one transaction
             job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
-                      dedupe_scope, concurrency_key, after, on_parent_failure, tags)
+                      dedupe_scope, concurrency_key, after, on_parent_failure, tags, fairness_key)
             job.row(self.settings)
             job.parents()  # both checked before a connection is taken
             with self.pool.database() as db:
@@ -130,8 +134,9 @@ class Producer:
         Jobs are checked a chunk at a time, while the server inserts the chunk before; a bad job
         (InvalidJob names its position) rolls back every chunk already sent, so nothing is written.
         ``progress`` hears of each chunk inserted. Jobs with ``tags`` go in chunks of their own (one
-        more statement for a chunk's tag rows, and one to read their ids), jobs with ``after`` one
-        statement each, after the others, in the same transaction.
+        more statement for a chunk's tag rows, and one to read their ids), jobs with a fairness key
+        too (two more statements per queue, priority and key, for their turns), jobs with ``after``
+        one statement each, after the others, in the same transaction.
         """
         try:
             batch = list(jobs)
@@ -173,10 +178,15 @@ class Producer:
 
     def _insert_in_chunks(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None,
                           tagged_in_chunks: bool) -> int:
-        plain = [(n, job) for n, job in enumerate(batch) if not (job.after or job.tags)]
-        tagged = [(n, job) for n, job in enumerate(batch) if job.tags and not job.after] if tagged_in_chunks else []
-        # Each after its parents, or (when a chunk's ids were not one block) with its tag rows, one at a time.
-        later = [(n, job) for n, job in enumerate(batch) if job.after or (job.tags and not tagged_in_chunks)]
+        plain = [(n, job) for n, job in enumerate(batch) if not (job.after or job.tags or job.fairness_key is not None)]
+        keyed = [(n, job) for n, job in enumerate(batch)
+                 if job.fairness_key is not None and not (job.after or job.tags)]
+        tagged = [(n, job) for n, job in enumerate(batch)
+                  if job.tags and not job.after and job.fairness_key is None] if tagged_in_chunks else []
+        # Each after its parents, or with its tag rows (a keyed job's, or when a chunk's ids were not one
+        # block), one at a time.
+        later = [(n, job) for n, job in enumerate(batch)
+                 if job.after or (job.tags and (job.fairness_key is not None or not tagged_in_chunks))]
         with transaction(cur.connection):
             total, sent = 0, 0
             with store.bulk_insert(cur, self.renderer) as bulk:
@@ -188,6 +198,10 @@ class Producer:
                 total += bulk.wait()
                 if sent and progress:
                     progress(sent)
+            for rows in self._chunks(keyed):
+                total += fairness.insert(cur, rows)
+                if progress:
+                    progress(len(rows))
             for rows in self._chunks(tagged):
                 total += store.insert_tagged(cur, rows, self.renderer)
                 if progress:

@@ -10,7 +10,7 @@ from functools import cache
 from typing import Any
 
 from mysqlq.core.jobs import JobState
-from mysqlq.store import execute
+from mysqlq.store import execute, fairness
 from mysqlq.store.db import Connection, Cursor
 from mysqlq.store.sql import query
 
@@ -26,6 +26,7 @@ DUE_OMITS = frozenset({"run_at", "delay_us"})
 MAX_SHAPES = 1000  # distinct combinations kept per renderer (and kind of row) before it starts afresh
 
 TAGS = NAMES.index("tags")
+FAIRNESS_KEY = len(NAMES)  # a job row's last field, after NAMES: its fairness key (mysqlq.store.fairness)
 Quote = Callable[[Any], bytes]  # the connection's escaping of one value (conn.literal)
 _REPEATING = operator.itemgetter(*[n for n, name in enumerate(NAMES) if name not in PER_ROW])
 
@@ -106,10 +107,12 @@ def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = N
     template; without (a caller's connection, whatever its character set), the driver binds it.
     A new job with tags gets its rows in mysqlq_job_tags too: call this in a transaction (the
     caller's), so that both are written or neither. ``cur.rowcount`` is the job insert's: 1 when
-    the job is new.
+    the job is new. A job with a fairness key takes its turn first (mysqlq.store.fairness).
     """
-    if renderer is None:
-        cur.execute(_single("insert_job"), tuple(row))
+    if row[FAIRNESS_KEY] is not None:
+        fairness.insert(cur, (row,))
+    elif renderer is None:
+        cur.execute(_single("insert_job"), tuple(row[:FAIRNESS_KEY]))
     else:
         cur.execute(renderer.statement("insert_job", (row,), cur.connection.literal))
     job_id = int(cur.lastrowid or cur.connection.insert_id())
@@ -151,8 +154,8 @@ def insert_rendered(conn: Connection, row: Sequence[Any], renderer: RowRenderer)
     """:func:`insert_job` on one of mysqlq's own connections, sent without a cursor (a single INSERT
     returns no rows; the cursor's bookkeeping would add a quarter to the client's CPU for it).
     For a job without tags only (a job with tags takes :func:`insert_job`, in a transaction)."""
-    if row[TAGS] is not None:
-        raise ValueError("insert_rendered takes jobs without tags")
+    if row[TAGS] is not None or row[FAIRNESS_KEY] is not None:
+        raise ValueError("insert_rendered takes jobs without tags or fairness key")
     conn.query(renderer.statement("insert_job", (row,), conn.literal))
     return int(conn.insert_id())
 

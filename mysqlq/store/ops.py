@@ -312,8 +312,8 @@ EXPIRED = {"live": ("expired_jobs", "delete_jobs"), "history": ("expired_history
 @dataclass
 class Walk:
     """Where a retention walk of one status stands: the queue it is in (``queue``: only that one),
-    the table it reads there (live, then history) and the last (finished_at, priority, id) it went past
-    in it (the history's walk orders by (finished_at, id), and passes priority over)."""
+    the table it reads there (live, then history) and the last (finished_at, priority, turn, id) it went
+    past in it (the history's walk orders by (finished_at, id), and passes priority and turn over)."""
 
     status: str
     before: dt.datetime
@@ -322,6 +322,7 @@ class Walk:
     table: str = TABLES[0]
     after_finished_at: dt.datetime = START
     after_priority: int = LOWEST_PRIORITY
+    after_turn: int = 0
     after_id: int = 0
     done: bool = False
 
@@ -342,7 +343,7 @@ class Walk:
 
     def restart(self) -> None:
         """Read the table from its first expired job."""
-        self.after_finished_at, self.after_priority, self.after_id = START, LOWEST_PRIORITY, 0
+        self.after_finished_at, self.after_priority, self.after_turn, self.after_id = START, LOWEST_PRIORITY, 0, 0
 
     def next_table(self, cur: Cursor) -> bool:
         """Move on to the next table of this queue, else to the next queue; False when there is none."""
@@ -364,14 +365,16 @@ def delete_expired(cur: Cursor, walk: Walk, limit: int) -> int:
     while True:
         params = {"status": walk.status, "cutoff": walk.before, "queue": walk.current, "limit": limit,
                   "after_finished_at": walk.after_finished_at, "after_priority": walk.after_priority,
-                  "after_id": walk.after_id}
+                  "after_turn": walk.after_turn, "after_id": walk.after_id}
         expired, delete = EXPIRED[walk.table]
         execute(cur, expired, params)
         rows = cur.fetchall()
         if len(rows) < limit:
             walk.next_table(cur)  # this table of the queue is through: on to the next (done when none is left)
         else:
-            walk.after_id, walk.after_finished_at, walk.after_priority = int(rows[-1][0]), rows[-1][1], int(rows[-1][2])
+            last = rows[-1]
+            walk.after_id, walk.after_finished_at, walk.after_priority, walk.after_turn = (
+                int(last[0]), last[1], int(last[2]), int(last[3]))
         if rows:
             ids = [int(row[0]) for row in rows]
             with transaction(cur.connection):

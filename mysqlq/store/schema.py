@@ -31,6 +31,10 @@ BACKFILL_STEP = 5000
 # a migration run again after one stopped past it, the server finds nothing to drop, and it is done.
 DROPS = "-- mysqlq: done if nothing is left to drop"
 CANT_DROP = 1091  # ER_CANT_DROP_FIELD_OR_KEY
+# A migration statement with this line adds columns (with what else it changes, atomically): on a
+# migration run again after one stopped past it, the server finds them there, and it is done.
+ADDS = "-- mysqlq: done if it was added already"
+ALREADY_THERE = frozenset({1060, 1061})  # ER_DUP_FIELDNAME, ER_DUP_KEYNAME
 # Database names --create-database accepts: what needs no quoting, plus "-" (it is backquoted anyway).
 DATABASE_NAME = re.compile(r"[A-Za-z0-9_$-]{1,64}")
 
@@ -120,11 +124,13 @@ def _apply(cur: Cursor, holder: str) -> list[int]:
 
 
 def _run(cur: Cursor, statement: str) -> None:
-    """One statement of a migration (see :data:`DROPS`)."""
+    """One statement of a migration (see :data:`DROPS` and :data:`ADDS`)."""
     try:
         cur.execute(statement)
-    except MySQLdb.OperationalError as exc:
-        if not (DROPS in statement.splitlines() and error_code(exc) == CANT_DROP):
+    except (MySQLdb.OperationalError, MySQLdb.ProgrammingError) as exc:
+        lines = statement.splitlines()
+        if not ((DROPS in lines and error_code(exc) == CANT_DROP)
+                or (ADDS in lines and error_code(exc) in ALREADY_THERE)):
             raise
 
 

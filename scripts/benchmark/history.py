@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from mysqlq_harness.jobs import every_job
+from mysqlq_harness.jobs import COLUMNS, every_job
 
 import mysqlq
 from benchmark.common import MYSQLQ, Bench, Figure, clean_env, dsn_url, emit, note, payload_bytes, timer
@@ -43,7 +43,7 @@ def move_into_history(cur: Any, step: int = 250_000) -> None:
     cur.execute("SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), 0) FROM mysqlq_jobs")
     low, high = (int(v) for v in cur.fetchone())
     while low <= high:
-        cur.execute("INSERT INTO mysqlq_jobs_history SELECT * FROM mysqlq_jobs"
+        cur.execute(f"INSERT INTO mysqlq_jobs_history SELECT {COLUMNS} FROM mysqlq_jobs"
                     " WHERE id >= %s AND id < %s AND status = 'done'", (low, low + step))
         cur.execute("DELETE FROM mysqlq_jobs WHERE id >= %s AND id < %s AND status = 'done'", (low, low + step))
         low += step

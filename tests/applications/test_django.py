@@ -198,6 +198,31 @@ def test_run_after_priority_async_and_context(shop: dict[str, str]) -> None:
     assert (done.status, done.return_value) == ("SUCCESSFUL", {"attempt": 2, "id": with_context.id})
 
 
+def test_tasks_enqueued_in_a_fairness_key_block_take_their_tenants_turn(shop: dict[str, str]) -> None:
+    from django.db import connection
+    from shop import tasks
+
+    from mysqlq.contrib.django import fairness_key
+    from mysqlq.core.errors import InvalidJob
+
+    with fairness_key("tenant-a"):
+        first = tasks.add.enqueue(1, 2)
+        with fairness_key("tenant-b"):  # the innermost block wins
+            inner = tasks.add.enqueue(3, 4)
+        second = tasks.add.enqueue(5, 6)
+    outside = tasks.add.enqueue(7, 8)
+    with pytest.raises(InvalidJob, match="fairness key"), fairness_key(""):
+        tasks.add.enqueue(9, 10)  # never reached: the block refuses the key
+    with connection.cursor() as cur:
+        cur.execute("SELECT id, fairness_key, turn > 0 FROM mysqlq_jobs WHERE id IN (%s, %s, %s, %s) ORDER BY id",
+                    [int(r.id) for r in (first, inner, second, outside)])
+        rows = {str(job_id): (key, bool(turned)) for job_id, key, turned in cur.fetchall()}
+    assert rows == {first.id: ("tenant-a", True), inner.id: ("tenant-b", True), second.id: ("tenant-a", True),
+                    outside.id: (None, False)}
+    burst(shop)
+    assert tasks.add.get_result(second.id).return_value == 11
+
+
 def test_the_backend_validates_tasks_as_djangos_own_do(shop: dict[str, str]) -> None:
     from shop import tasks
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import COLUMNS
 
 from mysqlq.core.config import Dsn
 from mysqlq.store import ops, stats, web
@@ -33,7 +34,7 @@ def moved_history(mariadb: MariaDBServer, doublings: int) -> Iterator[Connection
         try:
             fill(conn, doublings)
             with conn.cursor() as cur:
-                cur.execute("INSERT INTO mysqlq_jobs_history SELECT * FROM mysqlq_jobs WHERE status = 'done'")
+                cur.execute(f"INSERT INTO mysqlq_jobs_history SELECT {COLUMNS} FROM mysqlq_jobs WHERE status = 'done'")
                 cur.execute("DELETE FROM mysqlq_jobs WHERE status = 'done'")
                 # Rebuilt without the deleted rows (which the server would purge in its own time
                 # meanwhile), and analyzed.

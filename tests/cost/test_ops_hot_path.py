@@ -206,7 +206,8 @@ def test_retention_reads_one_batch_of_a_state_range_and_deletes_it_by_primary_ke
         cur.execute(query("cutoff"), {"age_us": 7 * 86400 * 10**6})
         cutoff = cur.fetchone()[0]
     params = {"status": "done", "cutoff": cutoff, "queue": "hot", "limit": 1000,
-              "after_finished_at": "1000-01-01", "after_priority": ops.LOWEST_PRIORITY, "after_id": 0}
+              "after_finished_at": "1000-01-01", "after_priority": ops.LOWEST_PRIORITY, "after_turn": 0,
+              "after_id": 0}
     (access,) = plan(big, query("expired_jobs"), params)
     assert access["key"] == "mysqlq_jobs_live"
     assert rows_read(big, query("expired_jobs"), params) <= 1000 + 2

@@ -98,6 +98,8 @@ def test_a_producer_with_its_grants_enqueues_in_every_form(qdb: QueueDB, produce
         chain = producer.chain(Job("test.step", {"tag": "a"}), Job("test.step", {"tag": "b"}))
         assert producer.enqueue_many([Job("test.record", {"n": n}, tags=["bulk"] if n == 0 else ())
                                       for n in range(5)]) == 5
+        fair = producer.enqueue("test.record", fairness_key="tenant-1")  # its turn: mysqlq_fair_keys
+        assert producer.enqueue_many([Job("test.record", fairness_key=f"tenant-{n}") for n in range(3)]) == 3
         with producer.transaction() as tx:
             in_tx = tx.enqueue("test.record", after=[later])
         state = producer.job(first)
@@ -121,7 +123,7 @@ def test_a_producer_with_its_grants_enqueues_in_every_form(qdb: QueueDB, produce
                   check=True)
 
     ids = [first, later, keyed, after, *group.members, group.callback, *chain, in_tx, outbox, *from_async,
-           int(cli.stdout)]
+           int(cli.stdout), fair]
     statuses = dict(qdb.query(f"SELECT id, status FROM mysqlq_jobs WHERE id IN ({','.join(map(str, ids))})"))
     assert statuses == {**dict.fromkeys(ids, "ready"), later: "scheduled", after: "waiting", group.callback: "waiting",
                         chain[1]: "waiting", in_tx: "waiting"}

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import structlog
+from mysqlq_harness.jobs import COLUMNS
 
 from mysqlq.leader.retention import Purge, Retention
 from mysqlq.store import execute, execute_in, expand, ops, stats, web
@@ -34,7 +35,7 @@ def to_history(qdb: QueueDB, ids: Sequence[int]) -> None:
     try:
         conn.begin()
         with conn.cursor() as cur:
-            cur.execute(f"INSERT INTO mysqlq_jobs_history SELECT * FROM mysqlq_jobs WHERE id IN ({marks})", ids)
+            cur.execute(f"INSERT INTO mysqlq_jobs_history SELECT {COLUMNS} FROM mysqlq_jobs WHERE id IN ({marks})", ids)
             cur.execute(f"DELETE FROM mysqlq_jobs WHERE id IN ({marks})", ids)
         conn.commit()
     finally:
@@ -302,7 +303,8 @@ def test_the_readers_walk_an_index_of_each_table(qdb: QueueDB, cur: Cursor) -> N
     cur.fetchall()
     cutoff = ops.cutoff(cur, 7 * DAY)
     ranged = {"status": "done", "queue": "default", "cutoff": cutoff, "limit": 10,
-              "after_finished_at": ops.START, "after_priority": ops.LOWEST_PRIORITY, "after_id": 0}
+              "after_finished_at": ops.START, "after_priority": ops.LOWEST_PRIORITY, "after_turn": 0,
+              "after_id": 0}
     assert accesses(cur, query("expired_jobs"), ranged) == {"mysqlq_jobs": ["mysqlq_jobs_live"]}
     assert accesses(cur, query("expired_history_jobs"), ranged) == {
         "mysqlq_jobs_history": ["mysqlq_jobs_history_ended"]}

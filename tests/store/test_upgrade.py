@@ -242,22 +242,29 @@ def test_a_migration_stopped_while_it_moves_the_history_resumes_with_nothing_los
 
     conn = qdb.connect()
     with conn.cursor() as cur:
-        assert migrate(cur, qdb.name) == [17, 18]
+        assert migrate(cur, qdb.name) == [17, 18, 19]
     conn.close()
     assert snapshot(qdb, COLUMNS + ", result") == before
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history") == 20_700
     assert qdb.statuses() == {"done": 20_700, "ready": 2_300}
 
 
-def test_a_migration_to_the_in_place_claim_stopped_half_way_resumes_and_every_job_runs_once(
-        qdb: QueueDB, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Schema 18 sets the new defaults, fills the NULLs of older rows range by range, then rebuilds
-    # the table: stopped after the history lost its column and in the middle of the fill, it resumes.
+def jobs_at_17(qdb: QueueDB) -> Any:
+    """The test's database at schema 17 with JOBS in it; a connection to it (the caller closes it)."""
     at_version(qdb, 17)
     conn = qdb.connect()
     with conn.cursor() as cur:
         for row in JOBS:
             cur.execute(ROW, row)
+    return conn
+
+
+def test_a_migration_to_the_in_place_claim_stopped_half_way_resumes_and_every_job_runs_once(
+        qdb: QueueDB, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Schema 18 sets the new defaults, fills the NULLs of older rows range by range, then rebuilds
+    # the table: stopped after the history lost its column and in the middle of the fill, it resumes.
+    conn = jobs_at_17(qdb)
+    with conn.cursor() as cur:
         cur.execute("INSERT INTO mysqlq_jobs (queue, handler, payload, status, run_at, max_attempts, enqueued_at) "
                     f"SELECT 'default', 'test.record', CONCAT('{{\"n\": ', seq, '}}'), 'ready', NOW(6), 3, NOW(6) "
                     f"FROM {numbers(12_000)}")
@@ -268,7 +275,7 @@ def test_a_migration_to_the_in_place_claim_stopped_half_way_resumes_and_every_jo
     qdb.query(PRODUCER_15, ("default", '{"n": -1}'))
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE running_batch IS NULL") > 0  # the fill is half-way
     with conn.cursor() as cur:
-        assert migrate(cur, qdb.name) == [18]
+        assert migrate(cur, qdb.name) == [18, 19]
     conn.close()
     assert snapshot(qdb, COLUMNS)[:len(before)] == before
     assert states_agree(qdb) == 0
@@ -280,3 +287,37 @@ def test_a_migration_to_the_in_place_claim_stopped_half_way_resumes_and_every_jo
     qdb.stop_workers()
     runs = collections.Counter(int(record[0]) for record in qdb.records())
     assert set(runs) == to_run and set(runs.values()) == {1}
+
+
+# What a worker of schema 18 sends to claim (its ORDER BY names no turn) and to end a batch done
+# (the history's columns, which schema 19 leaves as they were).
+CLAIM_18 = ("UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_live) SET status = 'running', running_batch = %(batch)s,"
+            " batch_id = %(batch)s, worker_id = 1, attempts = attempts + 1, started_at = NOW(6),"
+            " lease_until = NOW(6) + INTERVAL 60 SECOND WHERE running_batch = 0 AND status = 'ready'"
+            " AND queue = 'default' ORDER BY running_batch, status, queue, finished_at, priority, id LIMIT 5")
+
+
+def test_a_migration_to_fair_queues_stopped_after_its_alter_resumes_and_schema_18_workers_go_on(
+        qdb: QueueDB, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = jobs_at_17(qdb)
+    with conn.cursor() as cur:
+        with monkeypatch.context() as up_to_18:  # the jobs as the previous version left them
+            up_to_18.setattr(schema, "migrations", lambda: [m for m in migrations() if m[0] <= 18])
+            assert migrate(cur, qdb.name) == [18]
+        # Stopped right after the ALTER committed (before the new table and the version's record).
+        (alter, *_rest), = [statements for number, statements in migrations() if number == 19]
+        cur.execute(alter)
+    before = snapshot(qdb, COLUMNS)
+    with conn.cursor() as cur:
+        assert migrate(cur, qdb.name) == [19]  # the ALTER finds its columns there: done
+    assert snapshot(qdb, COLUMNS) == before
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE turn <> 0 OR fairness_key IS NOT NULL") == 0
+    # A worker of schema 18 still claims (in id order within a priority) and moves its done jobs.
+    with conn.cursor() as cur:
+        assert cur.execute(CLAIM_18, {"batch": 4242}) == 2  # the two ready jobs of the default queue
+        cur.execute("START TRANSACTION")
+        assert execute(cur, "move_done_batch", {"batch_id": 4242}) == 2
+        assert execute(cur, "delete_done_batch", {"batch_id": 4242}) == 2
+        cur.execute("COMMIT")
+    conn.close()
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history WHERE batch_id = 4242") == 2

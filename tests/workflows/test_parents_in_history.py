@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from mysqlq_harness.jobs import COLUMNS
 
 from mysqlq import InvalidJob, Job
 from mysqlq.producer import workflows
@@ -21,7 +22,7 @@ from mysqlq.store.db import Cursor, transaction
 
 from ..conftest import QueueDB
 
-MOVE = ("INSERT INTO mysqlq_jobs_history SELECT * FROM mysqlq_jobs"
+MOVE = (f"INSERT INTO mysqlq_jobs_history SELECT {COLUMNS} FROM mysqlq_jobs"
         " WHERE running_batch = %s AND dependents IS NULL AND (dedupe_key IS NULL OR dedupe_scope = 'active')"
         " FOR UPDATE")
 DELETE = ("DELETE FROM mysqlq_jobs"
@@ -47,7 +48,7 @@ def to_history(qdb: QueueDB, job_id: int) -> None:
         conn = qdb.connect()
         try:
             with transaction(conn), conn.cursor() as cur:
-                cur.execute("INSERT INTO mysqlq_jobs_history SELECT * FROM mysqlq_jobs"
+                cur.execute(f"INSERT INTO mysqlq_jobs_history SELECT {COLUMNS} FROM mysqlq_jobs"
                             " WHERE id = %s AND status = 'done' FOR UPDATE", (job_id,))
                 cur.execute("DELETE FROM mysqlq_jobs WHERE id = %s AND status = 'done'", (job_id,))
         finally:

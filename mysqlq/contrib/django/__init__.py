@@ -5,5 +5,6 @@ tasks with ``mysqlq worker`` and ``DJANGO_SETTINGS_MODULE`` set (see the Django 
 from __future__ import annotations
 
 from mysqlq.contrib.django.backend import MysqlqBackend
+from mysqlq.contrib.django.fairness import fairness_key
 
-__all__ = ["MysqlqBackend"]
+__all__ = ["MysqlqBackend", "fairness_key"]

@@ -33,7 +33,7 @@ from django.core import checks
 from django.db import connections, transaction
 
 from mysqlq import hint
-from mysqlq.contrib.django import compat
+from mysqlq.contrib.django import compat, fairness
 from mysqlq.contrib.django.results import task_result
 from mysqlq.core import tls
 from mysqlq.core.config import Dsn, Settings
@@ -164,7 +164,7 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
 
     def job(self, task: Any, args: Any, kwargs: Any, result_id: str | None = None) -> Job:
         """The mysqlq job that runs ``task(*args, **kwargs)``; with ``result_id`` (a deferred enqueue's),
-        holding it as its dedupe key."""
+        holding it as its dedupe key; with the fairness key of a ``fairness_key`` block around the call."""
         payload = {"task": task.module_path, "args": list(args), "kwargs": dict(kwargs), "backend": self.alias}
         if result_id is not None:
             payload["result_id"] = result_id
@@ -174,7 +174,7 @@ class MysqlqBackend(compat.BaseTaskBackend):  # type: ignore[misc]
             run_at = when.astimezone(dt.UTC).replace(tzinfo=None) if when.tzinfo else when
         return Job(HANDLER, payload, queue=task.queue_name, run_at=run_at, priority=priority_of(task.priority),
                    dedupe_key=None if result_id is None else result_key(result_id), max_attempts=self.max_attempts,
-                   time_limit=self.time_limit)
+                   time_limit=self.time_limit, fairness_key=fairness.current())
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         if task.backend != self.alias:  # a Task is validated by its backend when made (using() too)

@@ -43,7 +43,7 @@ UNION ALL
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
  WHERE running_batch = 0 AND status = %(status)s AND queue = %(queue)s
    AND (%(handler)s IS NULL OR handler = %(handler)s)
- ORDER BY finished_at DESC, priority DESC, id DESC LIMIT %(limit)s)
+ ORDER BY finished_at DESC, priority DESC, turn DESC, id DESC LIMIT %(limit)s)
 UNION ALL
 (SELECT id, queue, handler, status, priority, attempts, max_attempts, worker, batch_id,
         enqueued_at, run_at, started_at, finished_at, LEFT(SUBSTRING_INDEX(last_error, '\n', 1), 200) AS error, tags
@@ -156,7 +156,7 @@ UPDATE mysqlq_jobs
 -- changes live rows, and dead jobs stay there (were they ever moved, both would read the history).
 SELECT id, queue FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
  WHERE running_batch = 0 AND status = 'dead' AND (%(queue)s IS NULL OR queue = %(queue)s)
- ORDER BY queue, finished_at, priority, id LIMIT %(limit)s;
+ ORDER BY queue, finished_at, priority, turn, id LIMIT %(limit)s;
 
 -- name: cancel_jobs
 -- Ready, scheduled, blocked (waiting for a concurrency slot), waiting (for parents) or running jobs
@@ -231,23 +231,26 @@ SELECT NOW(6) - INTERVAL %(age_us)s MICROSECOND;
 -- The next live jobs of one status and queue that finished before the cutoff, walking the range
 -- (0, status, queue) of mysqlq_jobs_live on from the last position: each batch reads on where the
 -- last one stopped, and stops at the cutoff (rows kept are never read).
--- A plain read: delete_jobs re-checks each row. Ordered by (finished_at, priority, id), the index's
+-- A plain read: delete_jobs re-checks each row. Ordered by (finished_at, priority, turn, id), the index's
 -- order within the one queue: ordered by (queue, finished_at, id) instead, MariaDB 10.11 sorted the whole
 -- rest of the expired range for every batch once the history was large (Performance: Retention of
 -- a large history). The history's are expired_history_jobs.
-SELECT id, finished_at, priority FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+SELECT id, finished_at, priority, turn FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
  WHERE running_batch = 0 AND status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s
    AND (finished_at > %(after_finished_at)s
         OR (finished_at = %(after_finished_at)s
-            AND (priority > %(after_priority)s OR (priority = %(after_priority)s AND id > %(after_id)s))))
- ORDER BY finished_at, priority, id LIMIT %(limit)s;
+            AND (priority > %(after_priority)s
+                 OR (priority = %(after_priority)s
+                     AND (turn > %(after_turn)s OR (turn = %(after_turn)s AND id > %(after_id)s))))))
+ ORDER BY finished_at, priority, turn, id LIMIT %(limit)s;
 
 -- name: expired_history_jobs
 -- expired_jobs in the history: the next jobs of one status and queue there that finished before the
 -- cutoff, walking the range (status, queue, finished_at, id) of mysqlq_jobs_history_ended on from
--- the last position, in the index's order (no sort), on the index alone (the third column, the live walk's
--- priority, is not read: this walk goes by finished_at and id). A plain read: delete_history_jobs re-checks.
-SELECT id, finished_at, 0 FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
+-- the last position, in the index's order (no sort), on the index alone (the third and fourth columns, the
+-- live walk's priority and turn, are not read: this walk goes by finished_at and id). A plain read:
+-- delete_history_jobs re-checks.
+SELECT id, finished_at, 0, 0 FROM mysqlq_jobs_history FORCE INDEX (mysqlq_jobs_history_ended)
  WHERE status = %(status)s AND queue = %(queue)s AND finished_at < %(cutoff)s
    AND (finished_at > %(after_finished_at)s OR (finished_at = %(after_finished_at)s AND id > %(after_id)s))
  ORDER BY finished_at, id LIMIT %(limit)s;

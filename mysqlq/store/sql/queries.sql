@@ -217,18 +217,20 @@ UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_scheduled)
 -- rows the optimizer may prefer another plan and a filesort), and ORDER BY names the equality
 -- columns too, which keeps the plan an ordered index walk even on a session whose collation
 -- differs from the table's. A ready job's finished_at is NULL (a job that ended and was made ready
--- again has it cleared), so the order is by priority, then id.
+-- again has it cleared), so the order is by priority, then turn, then id: a job without a fairness
+-- key has turn 0, so a queue without keys is served in the order of its ids; keyed jobs take turns
+-- (mysqlq.store.fairness).
 UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
    SET status = 'running', running_batch = %(batch_id)s, batch_id = %(batch_id)s, worker_id = %(worker_id)s,
        attempts = attempts + 1, started_at = NOW(6), lease_until = NOW(6) + INTERVAL %(lease_us)s MICROSECOND
  WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s
- ORDER BY running_batch, status, queue, finished_at, priority, id LIMIT %(limit)s;
+ ORDER BY running_batch, status, queue, finished_at, priority, turn, id LIMIT %(limit)s;
 
 -- name: lock_ready_skip_locked
 -- Claim, SKIP LOCKED variant, step 1 (in a transaction): lock the next ready jobs nobody else holds.
 SELECT id FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
  WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s
- ORDER BY running_batch, status, queue, finished_at, priority, id LIMIT %(limit)s
+ ORDER BY running_batch, status, queue, finished_at, priority, turn, id LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED;
 
 -- name: claim_ids
@@ -239,12 +241,13 @@ UPDATE mysqlq_jobs
  WHERE running_batch = 0 AND status = 'ready' AND id IN ({ids});
 
 -- name: fetch_batch
--- Read a claimed batch back by its claim token (the jobs of the batch still running).
+-- Read a claimed batch back by its claim token (the jobs of the batch still running), in the
+-- claim's order.
 -- The columns in the order of mysqlq.core.jobs.ClaimedJob's fields.
 SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key, snoozes, tags,
        trace_context, waiting_for IS NOT NULL, dedupe_key IS NOT NULL AND dedupe_scope = 'forever'
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live) WHERE running_batch = %(batch_id)s
- ORDER BY priority, id;
+ ORDER BY priority, turn, id;
 
 -- name: batch_done_ids
 -- Of these jobs, those still in either table, each with whether this batch completed it (by primary

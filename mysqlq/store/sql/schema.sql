@@ -22,6 +22,15 @@ CREATE TABLE `mysqlq_dependencies` (
   KEY `mysqlq_dependencies_child` (`child_id`,`parent_id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+CREATE TABLE `mysqlq_fair_keys` (
+  `queue` varchar(100) NOT NULL,
+  `fairness_key` varchar(100) NOT NULL,
+  `last_turn` bigint(20) unsigned NOT NULL DEFAULT 0,
+  `step` int(10) unsigned NOT NULL DEFAULT 1000,
+  PRIMARY KEY (`queue`,`fairness_key`),
+  KEY `mysqlq_fair_keys_last` (`queue`,`last_turn`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 CREATE TABLE `mysqlq_job_tags` (
   `job_id` bigint(20) unsigned NOT NULL,
   `tag` varchar(64) NOT NULL,
@@ -62,10 +71,12 @@ CREATE TABLE `mysqlq_jobs` (
   `tags` varchar(700) DEFAULT NULL,
   `trace_context` varchar(600) DEFAULT NULL,
   `run_trace_context` varchar(600) DEFAULT NULL,
+  `fairness_key` varchar(100) DEFAULT NULL,
+  `turn` bigint(20) unsigned NOT NULL DEFAULT 0,
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
   KEY `mysqlq_jobs_scheduled` (`scheduled_at`),
-  KEY `mysqlq_jobs_live` (`running_batch`,`status`,`queue`,`finished_at`,`priority`,`id`)
+  KEY `mysqlq_jobs_live` (`running_batch`,`status`,`queue`,`finished_at`,`priority`,`turn`,`id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE `mysqlq_jobs_history` (

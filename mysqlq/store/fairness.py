@@ -1,0 +1,92 @@
+"""Fair queues: the turns of jobs that carry a fairness key.
+
+Within a queue and a priority, a claim takes ready jobs in the order of their turn, then their id
+(mysqlq_jobs_live). A job without a key has turn 0 and costs nothing here. A keyed job's turn is
+given at enqueue: its key's last turn plus the key's step (1000 / the key's weight), or the turn the
+queue is serving now (its first ready keyed job's) if that is later. So a key with 20,000 jobs
+waiting has turns far ahead, and a key that enqueues one job now gets the turn being served: it
+starts right after the big key's next job, on whichever worker claims next. A key that was idle
+starts at the queue's turn, not behind its old backlog nor ahead of everyone's. A job without a key
+goes before the keyed jobs of its priority (giving it a turn would cost every enqueue a read).
+
+Turns are given in two statements per (queue, priority, key) of an enqueue, in the producer's
+transaction: a plain read of where the queue stands, then the key's row of mysqlq_fair_keys, which
+stays locked until that transaction ends (two producers of one key take turns one after the other;
+producers of different keys share no row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mysqlq.core.errors import InvalidJob
+from mysqlq.store import execute
+from mysqlq.store.db import Cursor
+from mysqlq.store.sql import query
+
+STEP = 1000  # a key's turns apart at weight 1
+MIN_WEIGHT, MAX_WEIGHT = 0.01, 1000.0  # steps of 100,000 to 1
+QUEUE, PRIORITY, FAIRNESS_KEY = 0, 4, 14  # in a job row (mysqlq.core.jobs.job_row)
+
+
+def take_turns(cur: Cursor, queue: str, priority: int, key: str, count: int,
+               serving: int | None = None) -> tuple[list[int], int]:
+    """The turns of ``count`` new jobs of ``key`` in ``queue`` at ``priority``, in order (one step
+    apart), and the turn the queue was serving. ``serving``: that turn, when the caller read it
+    already (see :func:`with_turns`)."""
+    execute(cur, "fair_position", {"queue": queue, "priority": priority, "key": key})
+    row = cur.fetchone()
+    if serving is None:
+        serving = int(row[0]) if row and row[0] is not None else 0
+    step = int(row[1]) if row and row[1] is not None else STEP
+    execute(cur, "take_turns", {"queue": queue, "key": key, "serving": serving, "step": step,
+                                "rest": (count - 1) * step})
+    last = int(cur.lastrowid or 0)
+    if not last:  # a driver that did not read LAST_INSERT_ID(expr) from the statement's reply
+        execute(cur, "last_insert_id")
+        found = cur.fetchone()
+        last = int(found[0]) if found else 0
+    first = last - (count - 1) * step
+    return [first + n * step for n in range(count)], serving
+
+
+def with_turns(cur: Cursor, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """Keyed job rows as insert_fair_jobs takes them (the row's fields, its key, then its turn): the
+    turns of each (queue, priority, key) taken in one go, keys in a fixed order (so that two producers
+    that share keys lock their rows in the same order), the rows in the order given. Every key of one
+    queue and priority starts from the turn the queue served when the first was read: the jobs of
+    the keys before are not inserted yet, so that a later read would not see them ready."""
+    groups: dict[tuple[str, int, str], list[int]] = {}
+    for n, row in enumerate(rows):
+        groups.setdefault((row[QUEUE], row[PRIORITY], row[FAIRNESS_KEY]), []).append(n)
+    turns: dict[int, int] = {}
+    serving: dict[tuple[str, int], int] = {}
+    for (queue, priority, key), members in sorted(groups.items()):
+        taken, serving[(queue, priority)] = take_turns(cur, queue, priority, key, len(members),
+                                                       serving.get((queue, priority)))
+        for n, turn in zip(members, taken, strict=True):
+            turns[n] = turn
+    return [(*row[:FAIRNESS_KEY], row[FAIRNESS_KEY], turns[n]) for n, row in enumerate(rows)]
+
+
+def insert(cur: Cursor, rows: Sequence[Sequence[Any]]) -> int:
+    """Insert keyed jobs with their turns, in the caller's transaction; returns how many were new
+    (a job whose dedupe key is taken is skipped). One row: ``cur.lastrowid`` is its id, or the
+    existing job's."""
+    fair = with_turns(cur, rows)
+    values = ", ".join([query("fair_job_values")] * len(fair))
+    return int(cur.execute(query("insert_fair_jobs").replace("{rows}", values),
+                           [value for row in fair for value in row]))
+
+
+def weight_step(weight: float) -> int:
+    """A weight as the step between a key's turns; InvalidJob for a weight out of range."""
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not MIN_WEIGHT <= weight <= MAX_WEIGHT:
+        raise InvalidJob(f"a fairness weight must be a number from {MIN_WEIGHT:g} to {MAX_WEIGHT:g}, got {weight!r}")
+    return max(1, round(STEP / weight))
+
+
+def set_weight(cur: Cursor, queue: str, key: str, weight: float) -> None:
+    """Give ``key`` a share of ``queue`` in proportion to ``weight`` (1: as a key never weighted)."""
+    execute(cur, "set_fair_weight", {"queue": queue, "key": key, "step": weight_step(weight)})

@@ -1,0 +1,188 @@
+"""Fair queues against the real server: a job's fairness key and its turn, given at enqueue by every
+way of enqueueing; the claim's order across keys (a late key's jobs start before a big key's backlog
+drains, on several workers with default slots); a job keeps its key and turn when retried; weights;
+what a job without a key pays (nothing); bad keys refused in one line, writing nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from mysqlq_harness.jobs import EVERY_JOB
+
+from mysqlq import InvalidJob, Job, enqueue_on
+from mysqlq.leader.schedule_file import parse
+from mysqlq.store import claims, fairness
+from mysqlq.store.db import Database
+
+from ..conftest import QueueDB
+from ..cost.test_enqueue_cost import session_counters
+from ..ops_fixtures import assert_one_line_error
+
+
+def keyed(qdb: QueueDB) -> list[tuple[int, str | None, int]]:
+    """Every live job's (id, fairness key, turn), by id."""
+    return [(int(i), k, int(t)) for i, k, t in qdb.query("SELECT id, fairness_key, turn FROM mysqlq_jobs ORDER BY id")]
+
+
+def claim_order(qdb: QueueDB, limit: int, queue: str = "default") -> list[int]:
+    """The ids one claim of ``limit`` jobs takes, in the order the worker reads them back."""
+    db = Database(qdb.settings().dsn)
+    try:
+        def claim(cur: object) -> list[int]:
+            claims.claim_update(cur, queue, 77, 1, 60, limit)  # type: ignore[arg-type]
+            cur.execute("SELECT id FROM mysqlq_jobs WHERE running_batch = 77 ORDER BY priority, turn, id")  # type: ignore[attr-defined]
+            return [int(row[0]) for row in cur.fetchall()]  # type: ignore[attr-defined]
+
+        return db.run(claim)
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("key, message", [
+    ("", "1 to 100 printable characters, got ''"),
+    ("x" * 101, "got 101 characters"),
+    ("tab\there", "printable"),
+    (7, "got 7"),
+])
+def test_a_bad_fairness_key_is_refused_in_one_line_and_nothing_is_written(qdb: QueueDB, key: object,
+                                                                           message: str) -> None:
+    with qdb.producer() as producer:
+        with pytest.raises(InvalidJob, match=message):
+            producer.enqueue("test.record", fairness_key=key)
+        with pytest.raises(InvalidJob, match=f"item 1: fairness key .*{message}"):
+            producer.enqueue_many([Job("test.record", fairness_key="fine"), Job("test.record", fairness_key=key)])
+    conn = qdb.connect()
+    try:
+        with pytest.raises(InvalidJob, match=message):
+            enqueue_on(conn, Job("test.record", fairness_key=key))  # type: ignore[arg-type]
+    finally:
+        conn.close()
+    if isinstance(key, str) and "\t" not in key:
+        result = qdb.cli("enqueue", "test.record", "--fairness-key", key)
+        assert_one_line_error(result, "fairness key must be a string")
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 0
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_fair_keys") == 0
+
+
+def test_every_way_of_enqueueing_gives_the_key_and_a_turn(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        one = producer.enqueue("test.record", fairness_key="t1")
+        many = producer.enqueue_many([Job("test.record", fairness_key="t1"), Job("test.record", fairness_key="t2")])
+        with producer.transaction() as tx:
+            in_tx = tx.enqueue("test.record", fairness_key="t2")
+        tagged = producer.enqueue("test.record", fairness_key="t3", tags=["x"])
+        after = producer.enqueue("test.record", fairness_key="t3", after=[one])
+        group = producer.group([Job("test.record", fairness_key="t4")], then=Job("test.record", fairness_key="t4"))
+        plain = producer.enqueue("test.record")
+    assert many == 2
+    cli = int(qdb.cli("enqueue", "test.record", "--fairness-key", "t5", check=True).stdout)
+    rows = {job_id: (key, turn) for job_id, key, turn in keyed(qdb)}
+    assert rows[plain] == (None, 0)
+    for job_id in (one, in_tx, tagged, after, group.callback, *group.members, cli):
+        key, turn = rows[job_id]
+        assert key is not None and turn > 0, (job_id, key, turn)
+    assert rows[one][0] == "t1" and rows[in_tx][0] == "t2" and rows[cli][0] == "t5"
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags WHERE job_id = %s", (tagged,)) == 1
+    # A key's own jobs are a step apart, in the order enqueued.
+    t1 = sorted(turn for key, turn in rows.values() if key == "t1")
+    assert t1 == [t1[0], t1[0] + fairness.STEP]
+    # A schedule entry carries the key to each tick's job.
+    (entry,) = parse('[digest]\nhandler = "test.record"\nevery = "1h"\nfairness_key = "t6"\n')
+    assert entry.job(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)).fairness_key == "t6"
+
+
+def test_a_late_key_is_claimed_before_a_big_keys_backlog(qdb: QueueDB) -> None:
+    """200 jobs of one key in one enqueue_many, then three other keys enqueue 5 jobs each, one at a
+    time: the next claim of 21 takes every one of the 15 (in id order it would take none)."""
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record", {"n": n}, fairness_key="big") for n in range(200)])
+        late = [producer.enqueue("test.record", {"n": n}, fairness_key=key) for n in range(5)
+                for key in ("a", "b", "c")]
+    taken = claim_order(qdb, 21)
+    assert set(late) <= set(taken), (late, taken)
+    # Within the claim, turn by turn: each key's first job before any key's third.
+    position = {job_id: n for n, job_id in enumerate(taken)}
+    firsts = [position[job_id] for job_id in late[:3]]
+    thirds = [position[job_id] for job_id in late[6:9]]
+    assert max(firsts) < min(thirds)
+
+
+def test_a_queue_without_keys_is_claimed_in_id_order_and_a_keyless_job_pays_nothing(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        producer.enqueue("test.record")  # connects and checks the schema once
+        before = session_counters(producer)
+        ids = [producer.enqueue("test.record", {"n": n}, priority=n % 2) for n in range(10)]
+        middle = session_counters(producer)
+        producer.enqueue("test.record", fairness_key="t")
+        after = session_counters(producer)
+    assert middle["Questions"] - before["Questions"] == 10 + 1  # one INSERT each (+ the SHOW)
+    assert middle["Com_select"] == before["Com_select"]
+    # A keyed job: its turn read (one SELECT), its key's row and the job (two INSERTs), in a transaction.
+    assert after["Com_select"] - middle["Com_select"] == 1
+    assert after["Com_insert"] - middle["Com_insert"] == 2
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE turn <> 0 AND fairness_key IS NULL") == 0
+    # Priority first; within one, the jobs without a key (turn 0) in id order, then the keyed ones.
+    first, keyed_id = ids[0] - 1, ids[-1] + 1
+    taken = claim_order(qdb, 12)
+    assert taken == [first, *ids[0::2], keyed_id, *ids[1::2]]
+
+
+def test_a_weighted_key_takes_turns_closer_together(qdb: QueueDB) -> None:
+    db = Database(qdb.settings().dsn)
+    try:
+        db.run(lambda cur: fairness.set_weight(cur, "default", "gold", 2))
+        with pytest.raises(InvalidJob, match=r"weight must be a number from 0\.01 to 1000"):
+            db.run(lambda cur: fairness.set_weight(cur, "default", "gold", 0))
+    finally:
+        db.close()
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record", fairness_key=key) for key in ("gold", "free") for _ in range(4)])
+    turns = {key: sorted(turn for _, k, turn in keyed(qdb) if k == key) for key in ("gold", "free")}
+    assert [b - a for a, b in zip(turns["gold"], turns["gold"][1:], strict=False)] == [fairness.STEP // 2] * 3
+    assert [b - a for a, b in zip(turns["free"], turns["free"][1:], strict=False)] == [fairness.STEP] * 3
+    # Gold's four jobs are claimed within the first six: two of its turns for one of free's.
+    taken = claim_order(qdb, 6)
+    gold = {job_id for job_id, key, _ in keyed(qdb) if key == "gold"}
+    assert gold <= set(taken), keyed(qdb)
+
+
+def test_a_retried_job_keeps_its_key_and_its_turn(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        job_id = producer.enqueue("test.flaky", {"succeed_on": 2}, fairness_key="t9")
+    (before,) = [row for row in keyed(qdb) if row[0] == job_id]
+    qdb.worker("--burst")
+    qdb.wait_done(1)
+    qdb.stop_workers()
+    attempts, = qdb.query(f"SELECT attempts FROM {EVERY_JOB} WHERE id = %s", (job_id,))[0]
+    assert int(attempts) == 2
+    # Done jobs move into the history, which keeps neither: the retry is seen in the live row.
+    row = qdb.query("SELECT fairness_key, turn FROM mysqlq_jobs WHERE id = %s", (job_id,))
+    assert row == [] or (row[0][0], int(row[0][1])) == (before[1], before[2])
+
+
+def test_late_keys_start_before_a_big_keys_backlog_on_four_workers(qdb: QueueDB) -> None:
+    """The headline promise with realistic settings: 3,000 jobs of one key, each sleeping 20 ms,
+    draining on four workers with their default slots; once 300 are done, five other keys enqueue
+    10 jobs each, one at a time. The big key starts few jobs between the first late enqueue and the
+    last late start (in id order it would start nearly all of its remaining 2,700 first)."""
+    big, per_key, keys = 3000, 10, ["k0", "k1", "k2", "k3", "k4"]
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.sleep", {"seconds": 0.02}, fairness_key="big") for _ in range(big)])
+        last_big = int(qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs"))
+        for _ in range(4):
+            qdb.worker()
+        qdb.wait_for(lambda: int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE status = 'done'")) >= 300,
+                     what="300 jobs done")
+        late = [producer.enqueue("test.sleep", {"seconds": 0.02}, fairness_key=key)
+                for _ in range(per_key) for key in keys]
+    qdb.wait_done(big + len(late), timeout=180)
+    qdb.stop_workers()
+    first_enqueued, last_started = qdb.query(
+        f"SELECT MIN(enqueued_at), MAX(started_at) FROM {EVERY_JOB} WHERE id > %s", (last_big,))[0]
+    between = int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE id <= %s AND started_at >= %s "
+                             "AND started_at <= %s", (last_big, first_enqueued, last_started)))
+    remaining = int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE id <= %s AND started_at >= %s",
+                               (last_big, first_enqueued)))
+    assert remaining > 1500  # the big key still had most of its backlog when the late keys came
+    assert between < 400, (between, remaining)
