@@ -104,11 +104,12 @@ def children_cpu() -> float:
 def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str] = (),
                  global_options: Sequence[str] = (), dsn: mysqlq.Dsn | None = None,
                  after_fill: Callable[[Any], None] | None = None, env: dict[str, str] | None = None,
-                 history: bool = True) -> Drain:
+                 history: bool = True, fill: Callable[[mysqlq.Dsn], None] | None = None) -> Drain:
     """W1: put N jobs in the table, start K workers, time until every job is done.
 
     With ``dsn`` the jobs go into that (existing) database, e.g. one holding history (W5);
-    ``after_fill`` changes the jobs (on the cursor) before the workers start; ``env`` is added to theirs.
+    ``after_fill`` changes the jobs (on the cursor) before the workers start; ``env`` is added to theirs;
+    ``fill`` puts the N jobs in the database instead of fill_jobs (through the Producer API, say).
     Without ``history`` the installation keeps none (`mysqlq history off --all`): the jobs are deleted
     as they complete, and the drain's steady time is its wall time (no row is left to time it by).
     """
@@ -120,7 +121,10 @@ def drain_mysqlq(bench: Bench, name: str, k: int, n: int, options: Sequence[str]
     cur.execute("SET time_zone = '+00:00'")  # mysqlq stores UTC
     cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {every_job('id')}")
     since = int(cur.fetchone()[0])
-    fill_jobs(cur, n)
+    if fill is None:
+        fill_jobs(cur, n)
+    else:
+        fill(dsn)
     if after_fill is not None:
         after_fill(cur)
     if not history:

@@ -6,9 +6,10 @@ what a job without a key pays (nothing); bad keys refused in one line, writing n
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 import pytest
-from mysqlq_harness.jobs import EVERY_JOB
+from mysqlq_harness.jobs import EVERY_JOB, every_job
 
 from mysqlq import InvalidJob, Job, enqueue_on
 from mysqlq.leader.schedule_file import parse
@@ -139,8 +140,8 @@ def test_a_weighted_key_takes_turns_closer_together(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
         producer.enqueue_many([Job("test.record", fairness_key=key) for key in ("gold", "free") for _ in range(4)])
     turns = {key: sorted(turn for _, k, turn in keyed(qdb) if k == key) for key in ("gold", "free")}
-    assert [b - a for a, b in zip(turns["gold"], turns["gold"][1:], strict=False)] == [fairness.STEP // 2] * 3
-    assert [b - a for a, b in zip(turns["free"], turns["free"][1:], strict=False)] == [fairness.STEP] * 3
+    assert [b - a for a, b in itertools.pairwise(turns["gold"])] == [fairness.STEP // 2] * 3
+    assert [b - a for a, b in itertools.pairwise(turns["free"])] == [fairness.STEP] * 3
     # Gold's four jobs are claimed within the first six: two of its turns for one of free's.
     taken = claim_order(qdb, 6)
     gold = {job_id for job_id, key, _ in keyed(qdb) if key == "gold"}
@@ -149,16 +150,35 @@ def test_a_weighted_key_takes_turns_closer_together(qdb: QueueDB) -> None:
 
 def test_a_retried_job_keeps_its_key_and_its_turn(qdb: QueueDB) -> None:
     with qdb.producer() as producer:
-        job_id = producer.enqueue("test.flaky", {"succeed_on": 2}, fairness_key="t9")
+        producer.enqueue_many([Job("test.record", fairness_key="t9") for _ in range(3)])
+        job_id = producer.enqueue("test.fail", {"why": "not yet"}, fairness_key="t9", max_attempts=3)
     (before,) = [row for row in keyed(qdb) if row[0] == job_id]
-    qdb.worker("--burst")
-    qdb.wait_done(1)
+    proc = qdb.worker("--burst", "--retry-base", "600")  # its retry is ten minutes away: the burst leaves it
+    assert proc.wait(timeout=60) == 0, qdb.logs()
+    status, attempts, key, turn = qdb.query("SELECT status, attempts, fairness_key, turn FROM mysqlq_jobs "
+                                            "WHERE id = %s", (job_id,))[0]
+    assert (status, int(attempts)) == ("scheduled", 1)
+    assert (key, int(turn)) == (before[1], before[2])
+
+
+def test_a_tenants_concurrency_limit_holds_with_fair_turns(qdb: QueueDB) -> None:
+    """Three tenants' jobs of a handler limited to one job per key, each job keyed by its tenant for
+    both: two workers of default slots never run two jobs of one tenant at once, and run them all."""
+    tenants = ["a", "b", "c"]
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.limited", {"seconds": 0.05}, concurrency_key=tenant, fairness_key=tenant)
+                               for _ in range(6) for tenant in tenants])
+    for _ in range(2):
+        qdb.worker("--burst")
+    qdb.wait_done(18)
     qdb.stop_workers()
-    attempts, = qdb.query(f"SELECT attempts FROM {EVERY_JOB} WHERE id = %s", (job_id,))[0]
-    assert int(attempts) == 2
-    # Done jobs move into the history, which keeps neither: the retry is seen in the live row.
-    row = qdb.query("SELECT fairness_key, turn FROM mysqlq_jobs WHERE id = %s", (job_id,))
-    assert row == [] or (row[0][0], int(row[0][1])) == (before[1], before[2])
+    tenant_of = {int(job_id): key for job_id, key in qdb.query("SELECT id, concurrency_key FROM "
+                                                                f"{every_job('id, concurrency_key')}")}
+    spans = [(float(r[2]), float(r[3]), tenant_of[int(r[0])]) for r in qdb.records() if r[1] == "lspan"]
+    assert len(spans) == 18
+    for tenant in tenants:
+        mine = sorted((start, end) for start, end, key in spans if key == tenant)
+        assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(mine)), tenant
 
 
 def test_late_keys_start_before_a_big_keys_backlog_on_four_workers(qdb: QueueDB) -> None:
