@@ -35,7 +35,7 @@ def queues(cur: Cursor) -> list[QueueView]:
     """Every queue with its live counts (never a count of the history of done jobs)."""
     names = web_store.queue_names(cur)
     views = {name: QueueView(name) for name in names}
-    for (queue, status), count in web_store.live_counts(cur, names).items():
+    for (queue, status), count in web_store.live_counts(cur, names).by_status.items():
         views[queue].counts[status] = min(count, web_store.DEAD_CAP)
         if count > web_store.DEAD_CAP:
             views[queue].capped.add(status)
