@@ -13,7 +13,7 @@ from click.core import ParameterSource
 
 from mysqlq.core.config import DEFAULT_DSN, Dsn, Settings, resolve_dsn
 from mysqlq.core.envfile import EnvFiles
-from mysqlq.core.errors import MysqlqError
+from mysqlq.core.errors import ConfigError, MysqlqError
 from mysqlq.core.logs import FORMATS, configure, fatal
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "show_default": True}
@@ -104,10 +104,10 @@ class Command(click.Command):
 # is looked up, so `mysqlq worker` loads none of the others (and their stores). A test holds this
 # table to what the modules register.
 COMMAND_MODULES = {
-    "cancel": "ops", "check": "setup", "enqueue": "produce", "handlers": "run", "history": "history",
-    "install-systemd": "deploy", "jobs": "ops", "limits": "limits", "migrate": "setup", "pause": "ops", "purge": "ops",
-    "resume": "ops", "retry": "ops", "schedule": "schedule", "stats": "stats", "web": "web",
-    "worker": "run", "workers": "run",
+    "cancel": "ops", "check": "setup", "enqueue": "produce", "fairness": "fairness", "handlers": "run",
+    "history": "history", "install-systemd": "deploy", "jobs": "ops", "limits": "limits", "migrate": "setup",
+    "pause": "ops", "purge": "ops", "resume": "ops", "retry": "ops", "schedule": "schedule", "stats": "stats",
+    "web": "web", "worker": "run", "workers": "run",
 }
 
 
@@ -174,6 +174,14 @@ def database(ctx: click.Context) -> Dsn:
     names = ("dsn", "dsn_file", "password_file")
     return resolve_dsn(*(global_value(ctx, name, given=True) for name in names),
                                typed={name for name in names if global_typed(ctx, name)})
+
+
+def parse_limit(value: str) -> int:
+    """A --limit as typed (a whole number from 1 to 100,000); ConfigError, one line, for anything else."""
+    text = value.strip()
+    if not text.isdigit() or not 1 <= int(text) <= 100_000:
+        raise ConfigError(f"--limit must be a whole number from 1 to 100000, got {value!r}")
+    return int(text)
 
 
 def settings(ctx: click.Context, **values: Any) -> Settings:

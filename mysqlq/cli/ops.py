@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mysqlq import hint
-from mysqlq.cli import main, settings
+from mysqlq.cli import main, parse_limit, settings
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.durations import format_duration, parse_duration
 from mysqlq.core.errors import ConfigError, MysqlqError, NotFound
@@ -55,13 +55,6 @@ def parse_status(value: str | None) -> str | None:
     if value not in STATUSES:
         raise ConfigError(f"there is no job status {value!r}; statuses are {', '.join(STATUSES)}")
     return value
-
-
-def parse_limit(value: str) -> int:
-    text = value.strip()
-    if not text.isdigit() or not 1 <= int(text) <= 100_000:
-        raise ConfigError(f"--limit must be a whole number from 1 to 100000, got {value!r}")
-    return int(text)
 
 
 def parse_tag(value: str | None) -> str | None:

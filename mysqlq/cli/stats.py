@@ -28,7 +28,9 @@ from mysqlq.store.stats import queue_stats
 def stats(ctx: click.Context, as_json: bool, watch: str | None) -> None:
     """Per queue: jobs by status, the age of the oldest ready job, jobs done per minute over the
     last 5 minutes, whether the queue is paused, and whether it keeps no history of its done jobs
-    (`mysqlq history`)."""
+    (`mysqlq history`). A queue whose ready jobs carry fairness keys also shows the 3 keys with
+    the most of them, as KEY=COUNT, and how many keys have ready jobs (`mysqlq fairness list`
+    shows every key)."""
     cfg = settings(ctx)
     every = None if watch is None else parse_duration(watch, "--watch interval")
     if every is not None and every <= 0:
@@ -56,6 +58,15 @@ def _state(row: dict[str, Any]) -> str:
     return state if row.get("history", True) else f"{state}, no history"
 
 
+def _top_keys(row: dict[str, Any]) -> str:
+    """The largest backlogs of ready jobs by fairness key, as KEY=COUNT, and how many keys there are besides."""
+    if not row["top_keys"]:
+        return "-"
+    shown = ", ".join(f"{each['key']}={each['ready']}" for each in row["top_keys"])
+    rest = row["keys_waiting"] - len(row["top_keys"])
+    return f"{shown} (+{rest} more {'key' if rest == 1 else 'keys'})" if rest > 0 else shown
+
+
 def _stats_text(rows: list[dict[str, Any]], as_json: bool, compact: bool = False) -> str:
     if as_json:
         return json.dumps(rows) if compact else json.dumps(rows, indent=2)
@@ -63,6 +74,10 @@ def _stats_text(rows: list[dict[str, Any]], as_json: bool, compact: bool = False
     table = [[row["queue"], *(f"{row['counts'][s]}{'+' if s in row['capped'] else ''}" for s in STATUSES),
               "-" if row["oldest_ready_age"] is None else f"{row['oldest_ready_age']:.1f}",
               f"{row['throughput']['done_per_min']:g}", _state(row)] for row in rows]
+    if any(row["top_keys"] for row in rows):  # a column of its own only when a queue has keyed ready jobs
+        header.insert(-1, "top_keys")
+        for line, row in zip(table, rows, strict=True):
+            line.insert(-1, _top_keys(row))
     widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]

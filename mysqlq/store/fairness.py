@@ -18,6 +18,7 @@ producers of different keys share no row).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mysqlq.core.errors import InvalidJob
@@ -90,3 +91,62 @@ def weight_step(weight: float) -> int:
 def set_weight(cur: Cursor, queue: str, key: str, weight: float) -> None:
     """Give ``key`` a share of ``queue`` in proportion to ``weight`` (1: as a key never weighted)."""
     execute(cur, "set_fair_weight", {"queue": queue, "key": key, "step": weight_step(weight)})
+
+
+def weight_of(step: int) -> float:
+    """The weight a key's step stands for, to three significant figures (a weight of 3 is stored as
+    a step of 333, shown 3): 1, 2, 0.5."""
+    return float(f"{STEP / max(1, step):.3g}")
+
+
+# ---------------------------------------------------------------- seeing it
+
+
+@dataclass(frozen=True)
+class KeyBacklog:
+    """A fairness key's ready jobs in a queue."""
+
+    key: str
+    ready: int
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """A queue's largest backlogs of ready jobs by key, largest first, and how many keys have ready jobs."""
+
+    top: tuple[KeyBacklog, ...] = ()
+    keys: int = 0
+
+
+def backlog(cur: Cursor, queue: str, limit: int) -> Backlog:
+    """The ``limit`` keys of ``queue`` with the most ready jobs, and the number of keys with any. Reads
+    each keyed ready job of the queue: ask only for a queue that has some (see ops.count_live)."""
+    execute(cur, "fair_backlog", {"queue": queue, "limit": limit})
+    rows = cur.fetchall()
+    return Backlog(tuple(KeyBacklog(str(key), int(ready)) for key, ready, _ in rows),
+                   int(rows[0][2]) if rows else 0)
+
+
+@dataclass(frozen=True)
+class FairKey:
+    """A key as ``mysqlq fairness list`` shows it: its ready jobs (0: a weighted key with none) and weight."""
+
+    queue: str
+    key: str
+    ready: int
+    weight: float
+
+
+def listing(cur: Cursor, queue: str | None, limit: int) -> list[FairKey]:
+    """The first ``limit`` of: the keys with ready jobs in ``queue`` (None: every queue), largest
+    backlog first, then the keys with a weight other than 1 and no ready job, by queue and key."""
+    execute(cur, "fair_keys_waiting", {"queue": queue, "limit": limit})
+    found = [FairKey(str(q), str(key), int(ready), weight_of(STEP if step is None else int(step)))
+             for q, key, ready, step in cur.fetchall()]
+    if len(found) < limit:
+        # Of the first `limit` weighted keys, at most len(found) have ready jobs: enough idle ones are among them.
+        execute(cur, "weighted_fair_keys", {"queue": queue, "step": STEP, "limit": limit})
+        listed = {(entry.queue, entry.key) for entry in found}
+        found += [FairKey(str(q), str(key), 0, weight_of(int(step))) for q, key, step in cur.fetchall()
+                  if (str(q), str(key)) not in listed]
+    return found[:limit]

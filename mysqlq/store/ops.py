@@ -156,13 +156,27 @@ def all_queues(cur: Cursor) -> list[str]:
     return sorted(names)
 
 
-def count_live(cur: Cursor) -> dict[tuple[str, str], int]:
-    """(queue, status) → jobs, exactly, for ready, scheduled, blocked and running jobs (absent: 0)."""
+@dataclass(frozen=True)
+class LiveCounts:
+    """Live jobs counted exactly: (queue, status) → jobs for ready, scheduled, blocked, waiting and
+    running jobs (absent: 0), and queue → its ready jobs that carry a fairness key (absent: none)."""
+
+    by_status: dict[tuple[str, str], int]
+    keyed_ready: dict[str, int]
+
+
+def count_live(cur: Cursor) -> LiveCounts:
+    """The live jobs of every queue by status, and its keyed ready jobs (read on the same index entries)."""
     execute(cur, "count_waiting")
-    counts = {(str(queue), str(status)): int(count) for queue, status, count in cur.fetchall()}
+    counts: dict[tuple[str, str], int] = {}
+    keyed: dict[str, int] = {}
+    for queue, status, count, with_key in cur.fetchall():
+        counts[(str(queue), str(status))] = int(count)
+        if status == Status.READY and with_key:
+            keyed[str(queue)] = int(with_key)
     execute(cur, "count_running")
     counts.update({(str(queue), Status.RUNNING): int(count) for queue, count in cur.fetchall()})
-    return counts
+    return LiveCounts(counts, keyed)
 
 
 def count_capped(cur: Cursor, status: str, cap: int) -> dict[str, int]:

@@ -23,15 +23,17 @@ def queue_names(cur: Cursor) -> list[str]:
     return sorted(names)
 
 
-def live_counts(cur: Cursor, queues: Sequence[str]) -> dict[tuple[str, str], int]:
-    """(queue, status) → jobs, for the statuses of mysqlq.core.jobs.LIVE (absent: 0); ready, scheduled, blocked,
-    waiting and running exactly, dead up to DEAD_CAP (DEAD_CAP + 1: more)."""
+def live_counts(cur: Cursor, queues: Sequence[str]) -> ops_store.LiveCounts:
+    """Of these queues: (queue, status) → jobs, for the statuses of mysqlq.core.jobs.LIVE (absent: 0);
+    ready, scheduled, blocked, waiting and running exactly, dead up to DEAD_CAP (DEAD_CAP + 1: more);
+    and the ready jobs that carry a fairness key."""
     wanted = set(queues)
-    counts = {key: count for key, count in ops_store.count_live(cur).items() if key[0] in wanted}
+    live = ops_store.count_live(cur)
+    counts = {key: count for key, count in live.by_status.items() if key[0] in wanted}
     for queue, count in ops_store.count_capped(cur, Status.DEAD, DEAD_CAP).items():
         if queue in wanted:
             counts[(queue, Status.DEAD)] = count
-    return counts
+    return ops_store.LiveCounts(counts, {queue: n for queue, n in live.keyed_ready.items() if queue in wanted})
 
 
 def finished_queues(cur: Cursor) -> list[str]:

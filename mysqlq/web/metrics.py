@@ -55,6 +55,8 @@ def _queue_metrics(queues: list[snapshot.QueueView], finished: dict[tuple[str, s
                                "How long the oldest ready job of the queue has waited (0: none ready).",
                                labels=["queue"])
     paused = GaugeMetricFamily("mysqlq_queue_paused", "1 when the queue is paused.", labels=["queue"])
+    keys = GaugeMetricFamily("mysqlq_fairness_keys_waiting", "Fairness keys with ready jobs in the queue "
+                             "(0: none, or no keyed jobs).", labels=["queue"])
     ended = CounterMetricFamily("mysqlq_jobs_finished", "Jobs that ended done, dead or cancelled since this "
                                 "exporter started.", labels=["queue", "status"])
     names = {view.name for view in queues} | {queue for queue, _ in finished}
@@ -63,10 +65,11 @@ def _queue_metrics(queues: list[snapshot.QueueView], finished: dict[tuple[str, s
             jobs.add_metric([view.name, status], count)
         oldest.add_metric([view.name], view.oldest_ready_age or 0.0)
         paused.add_metric([view.name], 1 if view.paused else 0)
+        keys.add_metric([view.name], view.backlog.keys)
     for queue in sorted(names):
         for status in ENDED:
             ended.add_metric([queue, status], finished.get((queue, status), 0))
-    return [jobs, oldest, paused, ended]
+    return [jobs, oldest, paused, keys, ended]
 
 
 def _worker_metrics(workers: list[dict[str, Any]]) -> Iterable[Metric]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from mysqlq.core.jobs import LIVE
 from mysqlq.core.rates import bucket_owner
+from mysqlq.store import fairness
 from mysqlq.store import ops as ops_store
 from mysqlq.store import rates as rates_store
 from mysqlq.store import web as web_store
@@ -18,27 +19,34 @@ from mysqlq.store.db import Cursor
 # Jobs count as finished for the counters once they ended this long ago: an outcome's finished_at is
 # stamped when its statement runs and becomes visible at commit, a moment later.
 SETTLE = 2.0
+TOP_KEYS = 5  # the fairness keys with the largest backlogs of ready jobs shown per queue
 
 
 @dataclass
 class QueueView:
-    """One queue: live counts by status, the oldest ready job's age, and whether it is paused."""
+    """One queue: live counts by status, the oldest ready job's age, whether it is paused, and its
+    ready jobs by fairness key (the largest backlogs, and how many keys have ready jobs)."""
 
     name: str
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LIVE, 0))
     oldest_ready_age: float | None = None
     paused: bool = False
     capped: set[str] = field(default_factory=set)  # statuses counted only up to a cap (shown "N+")
+    backlog: fairness.Backlog = field(default_factory=fairness.Backlog)  # keys with ready jobs, the largest few
 
 
 def queues(cur: Cursor) -> list[QueueView]:
-    """Every queue with its live counts (never a count of the history of done jobs)."""
+    """Every queue with its live counts (never a count of the history of done jobs); a queue with
+    keyed ready jobs, and it alone, with its largest backlogs by key (which read each such job)."""
     names = web_store.queue_names(cur)
     views = {name: QueueView(name) for name in names}
-    for (queue, status), count in web_store.live_counts(cur, names).items():
+    live = web_store.live_counts(cur, names)
+    for (queue, status), count in live.by_status.items():
         views[queue].counts[status] = min(count, web_store.DEAD_CAP)
         if count > web_store.DEAD_CAP:
             views[queue].capped.add(status)
+    for queue in live.keyed_ready:
+        views[queue].backlog = fairness.backlog(cur, queue, TOP_KEYS)
     for queue in ops_store.paused_queues(cur):
         if queue in views:
             views[queue].paused = True

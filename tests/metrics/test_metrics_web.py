@@ -9,6 +9,7 @@ from typing import Any
 
 from mysqlq_harness.net import get
 
+from mysqlq import Job
 from mysqlq.store import expand
 from mysqlq.store import web as web_store
 from mysqlq.store.db import Connection
@@ -84,6 +85,21 @@ def test_blocked_jobs_are_counted_on_the_dashboard_and_in_metrics(qdb: QueueDB) 
     assert status == 200 and ">blocked</th>" in page
     assert '/jobs?queue=keyed&amp;status=blocked">2</a>' in page
     assert stats_json(qdb)["keyed"]["counts"]["blocked"] == 2
+
+
+def test_fairness_keys_waiting_counts_the_keys_with_ready_jobs_per_queue(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record", queue="fair", fairness_key=key)
+                               for key, count in {"a": 3, "b": 1, "c": 1}.items() for _ in range(count)])
+        producer.enqueue("test.record", queue="later", fairness_key="a", delay=3600)  # scheduled: not waiting
+        producer.enqueue_many([Job("test.record", queue="plain") for _ in range(2)])
+    with web_server(qdb) as base:
+        metrics = scrape(base + "/metrics")
+        assert metrics["mysqlq_fairness_keys_waiting"] == {
+            labels(queue="fair"): 3, labels(queue="later"): 0, labels(queue="plain"): 0}
+        assert stats_json(qdb)["fair"]["keys_waiting"] == 3
+        qdb.worker("--queue", "fair", "--burst").wait(timeout=60)  # the keys' jobs are done: none waits
+        assert scrape(base + "/metrics")["mysqlq_fairness_keys_waiting"][labels(queue="fair")] == 0
 
 
 def test_workers_alive_and_the_jobs_they_hold(qdb: QueueDB) -> None:

@@ -93,3 +93,30 @@ def test_a_rare_filter_pages_through_history_a_window_at_a_time(qdb: QueueDB, mo
         seen += 1
     assert seen == 4  # 101 jobs, 30 ids a page
     assert 'rel="next"' not in page  # the window reached the first job: nothing older
+
+
+def test_the_dashboard_shows_a_queues_largest_backlogs_by_key(qdb: QueueDB) -> None:
+    import mysqlq
+
+    with qdb.producer() as producer:
+        producer.enqueue_many([mysqlq.Job("test.record", queue="plain") for _ in range(3)])
+        producer.enqueue("test.record", queue="fair", fairness_key="later", delay=3600)  # not ready
+    web = client(qdb)
+    assert "ready by key" not in web.get("/").get_data(as_text=True)  # no keyed ready job: no column
+    backlog = {"a": 6, "b": 5, "c": 4, "d": 3, "e": 2, "f": 1, "<i>g</i>": 1}
+    with qdb.producer() as producer:
+        producer.enqueue_many([mysqlq.Job("test.record", queue="fair", fairness_key=key)
+                               for key, count in backlog.items() for _ in range(count)])
+        producer.enqueue_many([mysqlq.Job("test.record", queue="two", fairness_key=key) for key in ("<x>", "y")])
+    page = web.get("/").get_data(as_text=True)
+    assert ">ready by key</th>" in page
+
+    def row(queue: str) -> str:
+        found = re.search(rf'<tr data-queue="{queue}">(.*?)</tr>', page, re.DOTALL)
+        assert found, page
+        return found.group(1)
+
+    assert '<td class="keys">a=6, b=5, c=4, d=3, e=2 (+2 more keys)</td>' in row("fair")
+    assert '<td class="keys">&lt;x&gt;=1, y=1</td>' in row("two")  # a key is shown escaped
+    assert '<td class="keys"></td>' in row("plain")
+    assert "<i>g</i>" not in page and "<x>" not in page

@@ -45,3 +45,41 @@ ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 -- another's one. Its jobs already waiting keep their turns.
 INSERT INTO mysqlq_fair_keys (queue, fairness_key, step) VALUES (%(queue)s, %(key)s, %(step)s)
 ON DUPLICATE KEY UPDATE step = %(step)s;
+
+-- ---------------------------------------------------------------- seeing it
+-- What `mysqlq stats`, `mysqlq fairness list`, the dashboard and /metrics read: keyed ready jobs
+-- (turn > 0) only, and only of a queue that has some (count_waiting counts them on the index).
+
+-- name: fair_backlog
+-- One queue's keys with the most ready jobs, the first `limit`, largest first, each with its ready
+-- jobs, and how many keys have ready jobs at all (key_count, the same on every row; no row: none).
+-- Reads the queue's ready range of mysqlq_jobs_live (jobs without a key, turn 0, are passed over
+-- on the index) and each keyed ready job by primary key for its key, which the index does not hold;
+-- grouped in a temporary table, then sorted: as many rows as the queue has keyed ready jobs.
+SELECT fairness_key, COUNT(*) AS ready, COUNT(*) OVER () AS key_count
+  FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+ WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND turn > 0
+ GROUP BY fairness_key
+ ORDER BY ready DESC, fairness_key LIMIT %(limit)s;
+
+-- name: fair_keys_waiting
+-- Every key with ready jobs in one queue (NULL: in every queue), largest backlog first, the first
+-- `limit`, with its step (NULL: never weighted, a step of 1000): fair_backlog's rows (of every
+-- queue: the whole ready range of mysqlq_jobs_live), then one primary-key lookup in
+-- mysqlq_fair_keys per key listed.
+SELECT waiting.queue, waiting.fairness_key, waiting.ready, fair.step
+  FROM (SELECT queue, fairness_key, COUNT(*) AS ready
+          FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+         WHERE running_batch = 0 AND status = 'ready' AND (%(queue)s IS NULL OR queue = %(queue)s) AND turn > 0
+         GROUP BY queue, fairness_key
+         ORDER BY ready DESC, queue, fairness_key LIMIT %(limit)s) AS waiting
+  LEFT JOIN mysqlq_fair_keys AS fair ON fair.queue = waiting.queue AND fair.fairness_key = waiting.fairness_key
+ ORDER BY waiting.ready DESC, waiting.queue, waiting.fairness_key;
+
+-- name: weighted_fair_keys
+-- Keys whose step is not the default (`step`: 1000, a weight of 1) in one queue (NULL: in every
+-- queue), by queue and key, the first `limit`: a walk of mysqlq_fair_keys' primary key (a row per
+-- queue and key ever used or weighted), or of the queue's range of it.
+SELECT queue, fairness_key, step FROM mysqlq_fair_keys
+ WHERE step <> %(step)s AND (%(queue)s IS NULL OR queue = %(queue)s)
+ ORDER BY queue, fairness_key LIMIT %(limit)s;

@@ -579,9 +579,10 @@ SELECT LAST_INSERT_ID();
 -- finished jobs reads the live table and mysqlq_jobs_history alike, in the one statement.
 
 -- name: count_waiting
--- Ready, scheduled, blocked and waiting jobs per queue: their ranges of mysqlq_jobs_live, read
--- on the index alone.
-SELECT queue, status, COUNT(*) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+-- Ready, scheduled, blocked and waiting jobs per queue, and how many of them carry a fairness key
+-- (turn > 0): their ranges of mysqlq_jobs_live, read on the index alone (the index holds the turn),
+-- so that only a queue with keyed ready jobs is asked for its backlog by key (fair_backlog).
+SELECT queue, status, COUNT(*), SUM(turn > 0) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
  WHERE running_batch = 0 AND status IN ('ready', 'scheduled', 'blocked', 'waiting')
  GROUP BY queue, status;
 

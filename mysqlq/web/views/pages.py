@@ -35,7 +35,8 @@ def dashboard() -> str:
     series = chart.per_minute(rows, CHART_MINUTES)
     workers = run(snapshot.workers)
     limits = run(snapshot.rate_limits)
-    return render_template("dashboard.html", queues=queues, hour=_hour_by_queue(rows), workers=workers, limits=limits,
+    return render_template("dashboard.html", queues=queues, fair=any(q.backlog.keys for q in queues),
+                           hour=_hour_by_queue(rows), workers=workers, limits=limits,
                            chart=chart.throughput_svg(series, CHART_MINUTES),
                            total_hour={s: sum(v) for s, v in series.items()})
 
