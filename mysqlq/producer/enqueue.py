@@ -198,8 +198,10 @@ class Producer:
                 total += bulk.wait()
                 if sent and progress:
                     progress(sent)
-            for rows in self._chunks(keyed):
-                total += fairness.insert(cur, rows)
+            chunks = list(self._chunks(keyed))  # their turns taken once per queue, priority and key
+            turned = iter(fairness.with_turns(cur, [row for rows in chunks for row in rows]))
+            for rows in chunks:
+                total += fairness.insert_turned(cur, [next(turned) for _ in rows], self.renderer)
                 if progress:
                     progress(len(rows))
             for rows in self._chunks(tagged):

@@ -17,9 +17,9 @@ producers of different keys share no row).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mysqlq.core.errors import InvalidJob
 from mysqlq.store import execute
@@ -71,11 +71,26 @@ def with_turns(cur: Cursor, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ..
     return [(*row[:FAIRNESS_KEY], row[FAIRNESS_KEY], turns[n]) for n, row in enumerate(rows)]
 
 
-def insert(cur: Cursor, rows: Sequence[Sequence[Any]]) -> int:
+class Renderer(Protocol):
+    """mysqlq.store.jobs.RowRenderer, as this module uses it (that module imports this one)."""
+
+    def statement_with(self, name: str, rows: Sequence[Sequence[Any]], literal: Callable[[Any], bytes],
+                       more: Sequence[Sequence[Any]]) -> bytes: ...
+
+
+def insert(cur: Cursor, rows: Sequence[Sequence[Any]], renderer: Renderer | None = None) -> int:
     """Insert keyed jobs with their turns, in the caller's transaction; returns how many were new
     (a job whose dedupe key is taken is skipped). One row: ``cur.lastrowid`` is its id, or the
-    existing job's."""
-    fair = with_turns(cur, rows)
+    existing job's. With a ``renderer`` (a producer's own connections), the rows are rendered from
+    its cached templates; without (a caller's connection), the driver binds them."""
+    return insert_turned(cur, with_turns(cur, rows), renderer)
+
+
+def insert_turned(cur: Cursor, fair: Sequence[Sequence[Any]], renderer: Renderer | None = None) -> int:
+    """:func:`insert` of rows that have their turns already (:func:`with_turns`)."""
+    if renderer is not None:
+        more = [row[FAIRNESS_KEY:] for row in fair]
+        return int(cur.execute(renderer.statement_with("insert_fair_jobs", fair, cur.connection.literal, more)))
     values = ", ".join([query("fair_job_values")] * len(fair))
     return int(cur.execute(query("insert_fair_jobs").replace("{rows}", values),
                            [value for row in fair for value in row]))

@@ -99,6 +99,15 @@ class RowRenderer:
         head, tail = _around_rows(name)
         return head + self.values(rows, literal) + tail
 
+    def statement_with(self, name: str, rows: Sequence[Sequence[Any]], literal: Quote,
+                       more: Sequence[Sequence[Any]]) -> bytes:
+        """The statement ``name`` for these rows, each row's values followed by those of ``more``
+        (the same number of rows): the columns ``name`` lists after a job row's (insert_fair_jobs)."""
+        head, tail = _around_rows(name)
+        rendered = [self.values((row,), literal)[:-1] + b"".join([b"," + literal(value) for value in extra]) + b")"
+                    for row, extra in zip(rows, more, strict=True)]
+        return head + b",".join(rendered) + tail
+
 
 def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = None) -> int:
     """Insert one job; returns its id (the existing job's id when its dedupe key is taken).
@@ -110,7 +119,7 @@ def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = N
     the job is new. A job with a fairness key takes its turn first (mysqlq.store.fairness).
     """
     if row[FAIRNESS_KEY] is not None:
-        fairness.insert(cur, (row,))
+        fairness.insert(cur, (row,), renderer)
     elif renderer is None:
         cur.execute(_single("insert_job"), tuple(row[:FAIRNESS_KEY]))
     else:

@@ -48,9 +48,9 @@ AWKWARD = ["%s", "%(x)s", "100%", "it's", 'say "hi"', "back\\slash", "nul\x00byt
 
 
 def test_rendered_rows_store_exactly_what_the_drivers_binding_stores(qdb: QueueDB) -> None:
-    """Every column of every job, whatever its mix of options and awkward characters, is stored the
-    same by enqueue and enqueue_many (rendered from cached templates) as by enqueue_on (bound by
-    the driver, on the caller's connection)."""
+    """Every column of every job, whatever its mix of options and awkward characters (fairness keys
+    too), is stored the same by enqueue and enqueue_many (rendered from cached templates) as by
+    enqueue_on (bound by the driver, on the caller's connection)."""
     run_at = datetime(2031, 5, 6, 7, 8, 9, 123456)
     options: list[dict[str, Any]] = []
     for n, text in enumerate(AWKWARD):
@@ -59,24 +59,26 @@ def test_rendered_rows_store_exactly_what_the_drivers_binding_stores(qdb: QueueD
                         "time_limit": n + 0.5 if n % 2 else None, "dedupe_key": f"key {text}",
                         "dedupe_scope": "active" if n % 2 else "forever",
                         "run_at": run_at + timedelta(seconds=n) if n % 3 == 0 else None,
-                        "delay": 30 + n / 1000 if n % 3 == 1 else 0})
+                        "delay": 30 + n / 1000 if n % 3 == 1 else 0,
+                        "fairness_key": f"tenant {text}" if text.isprintable() and n % 2 == 0 else None})
     # run_at as given, or else as microseconds after enqueued_at (both from the server's clock)
     columns = ("queue, handler, payload, status, priority, IF(run_at > '2030-01-01', run_at, NULL), "
                "IF(run_at > '2030-01-01', NULL, TIMESTAMPDIFF(MICROSECOND, enqueued_at, run_at)), max_attempts, "
-               "time_limit, dedupe_key, dedupe_scope")
+               "time_limit, dedupe_key, dedupe_scope, fairness_key, turn > 0")
+    # In the order of the options (each has its own priority): enqueue_many inserts its keyed jobs last.
     conn = qdb.connect()
     for option in options:
         enqueue_on(conn, Job("test.record", **option))
     conn.close()
-    bound = qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY id")
+    bound = qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY priority")
     qdb.query("DELETE FROM mysqlq_jobs")
     with qdb.producer() as producer:
         for option in options:
             producer.enqueue("test.record", **option)
-        single = qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY id")
+        single = qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY priority")
         qdb.query("DELETE FROM mysqlq_jobs")
         assert producer.enqueue_many([Job("test.record", **option) for option in options]) == len(options)
-    bulk = qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY id")
+    bulk = qdb.query(f"SELECT {columns} FROM mysqlq_jobs ORDER BY priority")
     assert single == bound and bulk == bound
     assert [row[5:7] for row in bound[:3]] == [(run_at, None), (None, 30_001_000), (None, 0)]
     assert bound[1][2] == b'{"text":"%(x)s","n":1}' and bound[1][0] == "q%(x)s"

@@ -206,3 +206,18 @@ def test_late_keys_start_before_a_big_keys_backlog_on_four_workers(qdb: QueueDB)
                                (last_big, first_enqueued)))
     assert remaining > 1500  # the big key still had most of its backlog when the late keys came
     assert between < 400, (between, remaining)
+
+
+def test_enqueue_many_takes_each_keys_turns_once_however_many_chunks(qdb: QueueDB) -> None:
+    jobs = [Job("test.record", {"n": n}, fairness_key=f"t{n % 3}") for n in range(2500)]  # three chunks
+    with qdb.producer() as producer:
+        producer.enqueue("test.record")
+        before = session_counters(producer)
+        assert producer.enqueue_many(jobs) == 2500
+        after = session_counters(producer)
+    assert after["Com_select"] - before["Com_select"] == 3  # where the queue stands, once per key
+    assert after["Com_insert"] - before["Com_insert"] == 3 + 3  # each key's row, then the chunks
+    for key in ("t0", "t1", "t2"):  # each key's jobs one step apart, in the order given
+        turns = [int(t) for (t,) in qdb.query("SELECT turn FROM mysqlq_jobs WHERE fairness_key = %s ORDER BY id",
+                                              (key,))]
+        assert turns == list(range(turns[0], turns[0] + fairness.STEP * len(turns), fairness.STEP))
