@@ -57,13 +57,20 @@ def weight_command(ctx: click.Context, queue: str, key: str, weight: str) -> Non
     KEY gets a share of QUEUE in proportion to WEIGHT, a number from 0.01 to 1000 (1 is the
     default): a key of weight 2 takes two turns for every one of a key of weight 1, a key of weight
     0.5 one for every two. It applies to the jobs the key enqueues from now on; those already
-    waiting keep their turns."""
+    waiting keep their turns. KEY '' (empty) stands for the queue's jobs without a key, which are
+    taken in turn with the keys as one key of their own."""
     check_name("queue", queue)
-    check_fairness_key(key)
+    if key != store.KEYLESS:
+        check_fairness_key(key)
     number = parse_weight(weight)
     _database(ctx).run(lambda cur: store.set_weight(cur, queue, key, number))
     shown = store.weight_of(store.weight_step(number))
-    click.echo(f"queue {queue!r}, key {key!r}: weight {shown:g}, for the jobs it enqueues from now on")
+    click.echo(f"queue {queue!r}, {_named(key)}: weight {shown:g}, for the jobs it enqueues from now on")
+
+
+def _named(key: str) -> str:
+    """A key as a sentence names it."""
+    return "jobs without a key" if key == store.KEYLESS else f"key {key!r}"
 
 
 @fairness.command(name="list")
@@ -78,7 +85,8 @@ def list_command(ctx: click.Context, queue: str | None, limit: str, as_json: boo
     """The keys waiting, with their weights.
 
     The fairness keys with ready jobs, the largest backlog first: per key its queue, its ready jobs
-    and its weight; then the keys given a weight other than 1 that have no ready job (ready 0).
+    and its weight; then the keys given a weight other than 1 that have no ready job (ready 0), and
+    the weight of jobs without a key ("(no key)", null in JSON) if one was given.
     Reads every ready job that carries a key (of QUEUE, with --queue)."""
     only = None if queue is None else check_name("queue", queue)
     most = parse_limit(limit)
@@ -87,14 +95,14 @@ def list_command(ctx: click.Context, queue: str | None, limit: str, as_json: boo
         click.echo(f"note: the first {most} keys are shown; --limit shows more", err=True)
         found = found[:most]
     if as_json:
-        click.echo(json.dumps([{"queue": each.queue, "key": each.key, "ready": each.ready,
+        click.echo(json.dumps([{"queue": each.queue, "key": each.key or None, "ready": each.ready,
                                 "weight": _shown(each.weight)} for each in found], indent=2))
         return
     if not found:
         click.echo("no fairness key has ready jobs or a weight" + ("" if only is None else f" in queue {only!r}"))
         return
     header = ["queue", "key", "ready", "weight"]
-    table = [[each.queue, each.key, str(each.ready), f"{each.weight:g}"] for each in found]
+    table = [[each.queue, each.key or "(no key)", str(each.ready), f"{each.weight:g}"] for each in found]
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
     for line in [header, *table]:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())

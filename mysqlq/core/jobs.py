@@ -390,6 +390,7 @@ class ClaimedJob(NamedTuple):
     trace_context: str | None = None  # the span it was enqueued in (mysqlq.core.tracing; None: none)
     after_others: int = 0  # 1: enqueued after other jobs (a workflow's callback or step)
     keeps_key: int = 0  # 1: its dedupe key is kept "forever", so done it stays live (mysqlq.store.claims)
+    keyed: int = 0  # 1: it has a fairness key (mysqlq.worker.intake.fair_turns)
 
 
 _as_claimed = partial(tuple.__new__, ClaimedJob)

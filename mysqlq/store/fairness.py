@@ -1,13 +1,18 @@
-"""Fair queues: the turns of jobs that carry a fairness key.
+"""Fair queues: the turns of jobs.
 
 Within a queue and a priority, a claim takes ready jobs in the order of their turn, then their id
-(mysqlq_jobs_live). A job without a key has turn 0 and costs nothing here. A keyed job's turn is
-given at enqueue: its key's last turn plus the key's step (1000 / the key's weight), or the turn the
-queue is serving now (its first ready keyed job's) if that is later. So a key with 20,000 jobs
-waiting has turns far ahead, and a key that enqueues one job now gets the turn being served: it
-starts right after the big key's next job, on whichever worker claims next. A key that was idle
-starts at the queue's turn, not behind its old backlog nor ahead of everyone's. A job without a key
-goes before the keyed jobs of its priority (giving it a turn would cost every enqueue a read).
+(mysqlq_jobs_live). A keyed job's turn is given at enqueue: its key's last turn plus the key's step
+(1000 / the key's weight), or the turn the queue is serving now (its first ready job with a turn)
+if that is later. So a key with 20,000 jobs waiting has turns far ahead, and a key that enqueues
+one job now gets the turn being served: it starts right after the big key's next job, on whichever
+worker claims next. A key that was idle starts at the queue's turn, not behind its old backlog nor
+ahead of everyone's.
+
+A job without a key is enqueued without a turn (:data:`UNTURNED`, the column's default) and its
+producer sends nothing more: in a queue without keys, jobs are taken in the order of their ids. In
+a queue where keyed jobs wait, they would wait behind all of those; so a worker that claimed keyed
+jobs there lately gives them turns before it claims (:func:`give_keyless_turns`), as one key of
+their own (the key ``''``, which may be weighted like any other), a claim's worth ahead at a time.
 
 Turns are given in two statements per (queue, priority, key) of an enqueue, in the producer's
 transaction: a plain read of where the queue stands, then the key's row of mysqlq_fair_keys, which
@@ -23,10 +28,12 @@ from typing import Any, Protocol
 
 from mysqlq.core.errors import InvalidJob
 from mysqlq.store import execute
-from mysqlq.store.db import Cursor
+from mysqlq.store.db import Cursor, transaction
 from mysqlq.store.sql import query
 
 STEP = 1000  # a key's turns apart at weight 1
+UNTURNED = 2**64 - 1  # the turn of a job without a key that was given none (the column's default)
+KEYLESS = ""  # the key of mysqlq_fair_keys' row for a queue's jobs without a key
 MIN_WEIGHT, MAX_WEIGHT = 0.01, 1000.0  # steps of 100,000 to 1
 QUEUE, PRIORITY, FAIRNESS_KEY = 0, 4, 14  # in a job row (mysqlq.core.jobs.job_row)
 
@@ -94,6 +101,31 @@ def insert_turned(cur: Cursor, fair: Sequence[Sequence[Any]], renderer: Renderer
     values = ", ".join([query("fair_job_values")] * len(fair))
     return int(cur.execute(query("insert_fair_jobs").replace("{rows}", values),
                            [value for row in fair for value in row]))
+
+
+def give_keyless_turns(cur: Cursor, queue: str, ahead: int) -> int:
+    """Give ready jobs of ``queue`` without a key turns, if a claim of ``ahead`` jobs could reach
+    past the last turn they were given: the next ``2 * ahead`` of them at the first priority with
+    ready jobs, in id order, a step apart, from the turn the queue is serving (or the last given, if
+    later). Nothing but one read when none is needed (no job without a turn there, no job with
+    one, or enough given already). Returns how many were given turns."""
+    execute(cur, "keyless_position", {"queue": queue})
+    row = cur.fetchone()
+    if row is None:
+        return 0
+    priority, serving, unturned, last, step = row
+    if serving is None or not unturned:
+        return 0
+    step = STEP if step is None else int(step)
+    if last is not None and int(last) >= int(serving) + ahead * step:
+        return 0
+    with transaction(cur.connection):
+        params = {"queue": queue, "serving": int(serving), "priority": int(priority), "step": step,
+                  "limit": 2 * ahead}
+        execute(cur, "keyless_take", params)
+        given = execute(cur, "keyless_give", params)
+        execute(cur, "keyless_given", params)
+    return given
 
 
 def weight_step(weight: float) -> int:

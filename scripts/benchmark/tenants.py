@@ -19,6 +19,11 @@ could meet the target of 1,500. With 10 ms the floor, what the big key starts du
 commits (0.3–0.7 s), is some 600–800, and the claims are sized to what the slots start within the
 claim horizon (about 5 × 50 ms / 10 ms = 25 per worker), not 500.
 
+Two more scenarios mix jobs without a key, which take turns as one key of their own: ``keyless_big``,
+the 20,000 jobs without a key and the 500 late jobs keyed as above; ``keyless_late``, the 20,000 of
+the big key and the 500 late jobs without a key (one key: they take one turn each round, so some 500
+of the big key's jobs start among them, besides the floor).
+
 The keyed drain: 20,000 no-op jobs (as W1) drained by two workers, once with every job keyed
 (round-robin over 100 keys) and once without keys, alternately in each run, both enqueued through
 ``enqueue_many`` before the workers start: ``ratio_keyed`` is keyed jobs/s over unkeyed jobs/s, from
@@ -61,28 +66,41 @@ def keys_supported() -> bool:
     return "fairness_key" in {f.name for f in dataclasses.fields(mysqlq.Job)}
 
 
-def keyed(key: str) -> dict[str, Any]:
-    """The keyword that gives a job its fairness key, or none where mysqlq has no such thing."""
-    return {"fairness_key": key} if keys_supported() else {}
+# Scenario -> (the big backlog's key, the late jobs' keys, each enqueuing LATE_EACH); None: no key.
+MIXES: dict[str, tuple[str | None, tuple[str | None, ...]]] = {
+    "late_keys": (BIG_KEY, LATE_KEYS),
+    "keyless_big": (None, LATE_KEYS),
+    "keyless_late": (BIG_KEY, (None,) * len(LATE_KEYS)),
+}
+
+
+def keyed(key: str | None) -> dict[str, Any]:
+    """The keyword that gives a job its fairness key, or none without a key or where mysqlq has no such thing."""
+    return {"fairness_key": key} if key is not None and keys_supported() else {}
 
 
 def w11(bench: Bench, sizes: Sizes) -> list[Figure]:
     supported = keys_supported()
     keys = "fair" if supported else "unsupported"
     late = len(LATE_KEYS) * LATE_EACH
-    scenario = Figure("W11", {"scenario": "late_keys", "keys": keys, "big": str(BIG),
-                              "late": f"{len(LATE_KEYS)}x{LATE_EACH}", "k": str(WORKERS),
-                              "handler": f"{HANDLER}_{SLEEP_S * 1000:g}ms"},
-                      spread=("big_starts", "late_last_start_ms"))
+    mixes = list(MIXES) if supported else ["late_keys"]
+    scenarios = {mix: Figure("W11", {"scenario": mix, "keys": keys, "big": str(BIG),
+                                     "late": f"{len(LATE_KEYS)}x{LATE_EACH}", "k": str(WORKERS),
+                                     "handler": f"{HANDLER}_{SLEEP_S * 1000:g}ms"},
+                             spread=("big_starts", "late_last_start_ms"))
+                 for mix in mixes}
     n = sizes.w1_jobs
     drains = Figure("W11", {"drain": "keyed", "keys": str(DRAIN_KEYS) if supported else "unsupported",
                             "k": str(DRAIN_K), "n": str(n)}, spread=("ratio_keyed",))
     if not supported:
         note("W11: this mysqlq's Job has no fairness_key: every job is enqueued without a key")
     for run in range(bench.runs):
-        note(f"W11 run {run + 1}: {BIG} jobs of key {BIG_KEY!r} on {WORKERS} workers ({HANDLER} {SLEEP_S:g} s), "
-             f"then {late} single jobs of {len(LATE_KEYS)} other keys once {HEAD_START} are done")
-        scenario.add(**late_keys(bench, f"w11_late_r{run}"))
+        for mix in mixes:
+            big_key, late_keys_of = MIXES[mix]
+            note(f"W11 run {run + 1}, {mix}: {BIG} jobs of key {big_key!r} on {WORKERS} workers ({HANDLER} "
+                 f"{SLEEP_S:g} s), then {late} single jobs of keys {sorted(set(map(str, late_keys_of)))} once "
+                 f"{HEAD_START} are done")
+            scenarios[mix].add(**late_keys(bench, f"w11_{mix}_r{run}", big_key, late_keys_of))
         note(f"W11 run {run + 1}: {n} no-op jobs drained by {DRAIN_K} workers, keyed over {DRAIN_KEYS} keys and "
              "without keys")
         # Alternately first, so that neither side always has the warmer server.
@@ -99,18 +117,18 @@ def w11(bench: Bench, sizes: Sizes) -> list[Figure]:
                    keyed_server_us_job=keyed_drain.server_us_job, unkeyed_server_us_job=plain_drain.server_us_job,
                    keyed_enqueue_s=keyed_enqueue, unkeyed_enqueue_s=plain_enqueue)
         time.sleep(0.5)
-    return [emit(scenario), emit(drains)]
+    return [*(emit(scenario) for scenario in scenarios.values()), emit(drains)]
 
 
-def late_keys(bench: Bench, name: str) -> dict[str, float]:
-    """One run of the scenario (see the module's docstring): its figures."""
+def late_keys(bench: Bench, name: str, big_key: str | None, late_keys_of: Sequence[str | None]) -> dict[str, float]:
+    """One run of a scenario (see the module's docstring): its figures."""
     dsn = bench.fresh(name)
     conn = bench.connect(dsn)
     cur = conn.cursor()
     body = {"s": SLEEP_S}
-    late = len(LATE_KEYS) * LATE_EACH
+    late = len(late_keys_of) * LATE_EACH
     with mysqlq.Producer(bench.settings(dsn)) as producer:  # one producer: the late enqueues reuse its connection
-        producer.enqueue_many([mysqlq.Job(HANDLER, body, **keyed(BIG_KEY)) for _ in range(BIG)])
+        producer.enqueue_many([mysqlq.Job(HANDLER, body, **keyed(big_key)) for _ in range(BIG)])
         cur.execute("SELECT MAX(id) FROM mysqlq_jobs")
         big_last = int(cur.fetchone()[0])  # every late job comes after: told apart by id, not by a key column
         workers = bench.workers(dsn, WORKERS, tag=name)
@@ -128,7 +146,7 @@ def late_keys(bench: Bench, name: str) -> dict[str, float]:
                      interval=0.005)
             t0 = time.perf_counter()
             for _ in range(LATE_EACH):
-                for key in LATE_KEYS:
+                for key in late_keys_of:
                     producer.enqueue(HANDLER, body, **keyed(key))
             late_enqueue = time.perf_counter() - t0
             wait_drained(cur, workers, timeout=120.0)

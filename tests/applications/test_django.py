@@ -204,6 +204,7 @@ def test_tasks_enqueued_in_a_fairness_key_block_take_their_tenants_turn(shop: di
 
     from mysqlq.contrib.django import fairness_key
     from mysqlq.core.errors import InvalidJob
+    from mysqlq.store.fairness import UNTURNED
 
     with fairness_key("tenant-a"):
         first = tasks.add.enqueue(1, 2)
@@ -214,8 +215,8 @@ def test_tasks_enqueued_in_a_fairness_key_block_take_their_tenants_turn(shop: di
     with pytest.raises(InvalidJob, match="fairness key"), fairness_key(""):
         tasks.add.enqueue(9, 10)  # never reached: the block refuses the key
     with connection.cursor() as cur:
-        cur.execute("SELECT id, fairness_key, turn > 0 FROM mysqlq_jobs WHERE id IN (%s, %s, %s, %s) ORDER BY id",
-                    [int(r.id) for r in (first, inner, second, outside)])
+        cur.execute("SELECT id, fairness_key, turn < %s FROM mysqlq_jobs WHERE id IN (%s, %s, %s, %s) ORDER BY id",
+                    [UNTURNED, *(int(r.id) for r in (first, inner, second, outside))])
         rows = {str(job_id): (key, bool(turned)) for job_id, key, turned in cur.fetchall()}
     assert rows == {first.id: ("tenant-a", True), inner.id: ("tenant-b", True), second.id: ("tenant-a", True),
                     outside.id: (None, False)}

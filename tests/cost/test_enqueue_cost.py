@@ -64,7 +64,7 @@ def test_rendered_rows_store_exactly_what_the_drivers_binding_stores(qdb: QueueD
     # run_at as given, or else as microseconds after enqueued_at (both from the server's clock)
     columns = ("queue, handler, payload, status, priority, IF(run_at > '2030-01-01', run_at, NULL), "
                "IF(run_at > '2030-01-01', NULL, TIMESTAMPDIFF(MICROSECOND, enqueued_at, run_at)), max_attempts, "
-               "time_limit, dedupe_key, dedupe_scope, fairness_key, turn > 0")
+               "time_limit, dedupe_key, dedupe_scope, fairness_key, turn < 18446744073709551615")
     # In the order of the options (each has its own priority): enqueue_many inserts its keyed jobs last.
     conn = qdb.connect()
     for option in options:

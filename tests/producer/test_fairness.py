@@ -1,12 +1,14 @@
 """Fair queues against the real server: a job's fairness key and its turn, given at enqueue by every
 way of enqueueing; the claim's order across keys (a late key's jobs start before a big key's backlog
-drains, on several workers with default slots); a job keeps its key and turn when retried; weights;
-what a job without a key pays (nothing); bad keys refused in one line, writing nothing."""
+drains, on several workers with default slots); jobs without a key served as one key of their own
+where keyed jobs wait; a job keeps its key and turn when retried; weights; what a job without a key
+pays (nothing); bad keys refused in one line, writing nothing."""
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
 
 import pytest
 from mysqlq_harness.jobs import EVERY_JOB, every_job
@@ -26,13 +28,14 @@ def keyed(qdb: QueueDB) -> list[tuple[int, str | None, int]]:
     return [(int(i), k, int(t)) for i, k, t in qdb.query("SELECT id, fairness_key, turn FROM mysqlq_jobs ORDER BY id")]
 
 
-def claim_order(qdb: QueueDB, limit: int, queue: str = "default") -> list[int]:
+def claim_order(qdb: QueueDB, limit: int, queue: str = "default", batch: int = 77) -> list[int]:
     """The ids one claim of ``limit`` jobs takes, in the order the worker reads them back."""
     db = Database(qdb.settings().dsn)
     try:
         def claim(cur: object) -> list[int]:
-            claims.claim_update(cur, queue, 77, 1, 60, limit)  # type: ignore[arg-type]
-            cur.execute("SELECT id FROM mysqlq_jobs WHERE running_batch = 77 ORDER BY priority, turn, id")  # type: ignore[attr-defined]
+            claims.claim_update(cur, queue, batch, 1, 60, limit)  # type: ignore[arg-type]
+            cur.execute("SELECT id FROM mysqlq_jobs WHERE running_batch = %s ORDER BY priority, turn, id",  # type: ignore[attr-defined]
+                        (batch,))
             return [int(row[0]) for row in cur.fetchall()]  # type: ignore[attr-defined]
 
         return db.run(claim)
@@ -79,7 +82,7 @@ def test_every_way_of_enqueueing_gives_the_key_and_a_turn(qdb: QueueDB) -> None:
     assert many == 2
     cli = int(qdb.cli("enqueue", "test.record", "--fairness-key", "t5", check=True).stdout)
     rows = {job_id: (key, turn) for job_id, key, turn in keyed(qdb)}
-    assert rows[plain] == (None, 0)
+    assert rows[plain] == (None, fairness.UNTURNED)
     for job_id in (one, in_tx, tagged, after, group.callback, *group.members, cli):
         key, turn = rows[job_id]
         assert key is not None and turn > 0, (job_id, key, turn)
@@ -122,11 +125,12 @@ def test_a_queue_without_keys_is_claimed_in_id_order_and_a_keyless_job_pays_noth
     # A keyed job: its turn read (one SELECT), its key's row and the job (two INSERTs), in a transaction.
     assert after["Com_select"] - middle["Com_select"] == 1
     assert after["Com_insert"] - middle["Com_insert"] == 2
-    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE turn <> 0 AND fairness_key IS NULL") == 0
-    # Priority first; within one, the jobs without a key (turn 0) in id order, then the keyed ones.
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE turn <> %s AND fairness_key IS NULL",
+                      (fairness.UNTURNED,)) == 0
+    # Priority first; within one, the keyed jobs, then those without a key (no turn given) in id order.
     first, keyed_id = ids[0] - 1, ids[-1] + 1
     taken = claim_order(qdb, 12)
-    assert taken == [first, *ids[0::2], keyed_id, *ids[1::2]]
+    assert taken == [keyed_id, first, *ids[0::2], *ids[1::2]]
 
 
 def test_a_weighted_key_takes_turns_closer_together(qdb: QueueDB) -> None:
@@ -198,14 +202,21 @@ def test_late_keys_start_before_a_big_keys_backlog_on_four_workers(qdb: QueueDB)
                 for _ in range(per_key) for key in keys]
     qdb.wait_done(big + len(late), timeout=180)
     qdb.stop_workers()
+    between, remaining = started_between(qdb, last_big)
+    assert remaining > 1500  # the big key still had most of its backlog when the late keys came
+    assert between < 400, (between, remaining)
+
+
+def started_between(qdb: QueueDB, last_big: int) -> tuple[int, int]:
+    """Of the jobs up to ``last_big`` (the backlog), how many started between the first later
+    enqueue and the last later start, and how many had not started at that first later enqueue."""
     first_enqueued, last_started = qdb.query(
         f"SELECT MIN(enqueued_at), MAX(started_at) FROM {EVERY_JOB} WHERE id > %s", (last_big,))[0]
     between = int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE id <= %s AND started_at >= %s "
                              "AND started_at <= %s", (last_big, first_enqueued, last_started)))
     remaining = int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE id <= %s AND started_at >= %s",
                                (last_big, first_enqueued)))
-    assert remaining > 1500  # the big key still had most of its backlog when the late keys came
-    assert between < 400, (between, remaining)
+    return between, remaining
 
 
 def test_enqueue_many_takes_each_keys_turns_once_however_many_chunks(qdb: QueueDB) -> None:
@@ -221,3 +232,99 @@ def test_enqueue_many_takes_each_keys_turns_once_however_many_chunks(qdb: QueueD
         turns = [int(t) for (t,) in qdb.query("SELECT turn FROM mysqlq_jobs WHERE fairness_key = %s ORDER BY id",
                                               (key,))]
         assert turns == list(range(turns[0], turns[0] + fairness.STEP * len(turns), fairness.STEP))
+
+
+def without_key(qdb: QueueDB) -> list[int]:
+    """The ids of the live jobs without a key, in order."""
+    return [int(i) for (i,) in qdb.query("SELECT id FROM mysqlq_jobs WHERE fairness_key IS NULL ORDER BY id")]
+
+
+def give_turns(qdb: QueueDB, ahead: int, queue: str = "default") -> int:
+    """What a worker that claimed keyed jobs of ``queue`` lately does before its claim of ``ahead``."""
+    db = Database(qdb.settings().dsn)
+    try:
+        return db.run(lambda cur: fairness.give_keyless_turns(cur, queue, ahead))
+    finally:
+        db.close()
+
+
+def test_jobs_without_a_key_take_turns_as_one_key_of_their_own(qdb: QueueDB) -> None:
+    """200 jobs without a key, then 200 of one key: given turns, those without a key alternate with
+    the keyed ones (in id order they would all go first; with no turn, all last); weighted 2, they
+    take two turns for one; a late key still starts at once. Nothing is given in a queue without a
+    keyed job, nor where enough were given already."""
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record", {"n": n}) for n in range(200)])
+        plain = without_key(qdb)
+        assert give_turns(qdb, 20) == 0  # no keyed job waits: nothing to do
+        producer.enqueue_many([Job("test.record", {"n": n}, fairness_key="big") for n in range(200)])
+    assert give_turns(qdb, 20) == 40  # a claim of 20 could reach past them: twice that given
+    assert give_turns(qdb, 20) == 0  # enough given for the next claim
+    given = [int(t) for (t,) in qdb.query("SELECT turn FROM mysqlq_jobs WHERE fairness_key IS NULL "
+                                          "AND turn <> %s ORDER BY id", (fairness.UNTURNED,))]
+    assert len(given) == 40 and given == sorted(given)  # the oldest, in id order, a step apart
+    assert [b - a for a, b in itertools.pairwise(given)] == [fairness.STEP] * 39
+    taken = claim_order(qdb, 20)
+    without = [job_id for job_id in taken if job_id in set(plain)]
+    assert without == plain[:10], taken  # every other job, the oldest first
+    assert [job_id in set(plain) for job_id in taken] == [n % 2 == 1 for n in range(20)] or \
+        [job_id in set(plain) for job_id in taken] == [n % 2 == 0 for n in range(20)], taken
+    # A late key is served at the turn being served, before both backlogs.
+    with qdb.producer() as producer:
+        late = [producer.enqueue("test.record", fairness_key=key) for key in ("a", "b", "c")]
+    assert set(late) <= set(claim_order(qdb, 6, batch=78))
+
+
+def test_weighted_jobs_without_a_key_take_two_turns_for_one(qdb: QueueDB) -> None:
+    assert qdb.cli("fairness", "weight", "default", "", "2", check=True).stdout.startswith(
+        "queue 'default', jobs without a key: weight 2")
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.record") for _ in range(60)])
+        plain = set(without_key(qdb))
+        producer.enqueue_many([Job("test.record", fairness_key="big") for _ in range(60)])
+    give_turns(qdb, 30)
+    taken = claim_order(qdb, 30)
+    assert sum(job_id in plain for job_id in taken) == 20, taken
+    listed = json.loads(qdb.cli("fairness", "list", "--json", check=True).stdout)
+    assert {"queue": "default", "key": None, "ready": 0, "weight": 2} in listed, listed
+
+
+def test_jobs_without_a_key_are_not_held_back_by_a_big_key_on_four_workers(qdb: QueueDB) -> None:
+    """The big key's 3,000 jobs drain on four workers with default slots; once 300 are done, 50 jobs
+    without a key are enqueued one at a time: they start within the big key's next few turns (with
+    no turn given they would wait for its whole backlog), and nothing is lost."""
+    big = 3000
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.sleep", {"seconds": 0.02}, fairness_key="big") for _ in range(big)])
+        last_big = int(qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs"))
+        for _ in range(4):
+            qdb.worker()
+        qdb.wait_for(lambda: int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE status = 'done'")) >= 300,
+                     what="300 jobs done")
+        late = [producer.enqueue("test.sleep", {"seconds": 0.02}) for _ in range(50)]
+    qdb.wait_done(big + len(late), timeout=180)
+    qdb.stop_workers()
+    between, remaining = started_between(qdb, last_big)
+    assert remaining > 1500  # the big key still had most of its backlog when the late jobs came
+    assert between < 400, (between, remaining)
+
+
+def test_late_keys_are_not_held_back_by_jobs_without_a_key_on_four_workers(qdb: QueueDB) -> None:
+    """The other way round: 3,000 jobs without a key drain on four workers with default slots; once
+    300 are done, five keys enqueue 10 jobs each, one at a time: they start within a few turns (in id
+    order, the jobs without a key would all go first)."""
+    big = 3000
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.sleep", {"seconds": 0.02}) for _ in range(big)])
+        last_big = int(qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs"))
+        for _ in range(4):
+            qdb.worker()
+        qdb.wait_for(lambda: int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE status = 'done'")) >= 300,
+                     what="300 jobs done")
+        late = [producer.enqueue("test.sleep", {"seconds": 0.02}, fairness_key=key)
+                for _ in range(10) for key in ("k0", "k1", "k2", "k3", "k4")]
+    qdb.wait_done(big + len(late), timeout=180)
+    qdb.stop_workers()
+    between, remaining = started_between(qdb, last_big)
+    assert remaining > 1500
+    assert between < 400, (between, remaining)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mysqlq_harness.jobs import EVERY_JOB
 
-from mysqlq.store import execute, schema
+from mysqlq.store import execute, fairness, schema
 from mysqlq.store.schema import IN_ID_RANGES, _in_id_ranges, latest_version, migrate
 from mysqlq.store.sql import migrations
 
@@ -311,7 +311,8 @@ def test_a_migration_to_fair_queues_stopped_after_its_alter_resumes_and_schema_1
     with conn.cursor() as cur:
         assert migrate(cur, qdb.name) == [19]  # the ALTER finds its columns there: done
     assert snapshot(qdb, COLUMNS) == before
-    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE turn <> 0 OR fairness_key IS NOT NULL") == 0
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE turn <> %s OR fairness_key IS NOT NULL",
+                      (fairness.UNTURNED,)) == 0  # jobs of before: no key, no turn given
     # A worker of schema 18 still claims (in id order within a priority) and moves its done jobs.
     with conn.cursor() as cur:
         assert cur.execute(CLAIM_18, {"batch": 4242}) == 2  # the two ready jobs of the default queue

@@ -187,6 +187,7 @@ def test_with_a_token_every_page_needs_it(qdb: QueueDB, browser: Any) -> None:
         page.fill("input[name=token]", TOKEN)
         page.click("button:has-text('Log in')")
         assert page.url == base + "/jobs?queue=emails"
+        page.wait_for_load_state("load")  # the click waits for the navigation to begin, not for the page
         assert page.locator("table.jobs tbody tr").count() == 1
         assert page.request.get(base + "/metrics").status == 200  # the session cookie
         assert all(TOKEN not in cookie["value"] for cookie in browser.cookies())

@@ -1,16 +1,17 @@
--- Fair queues (mysqlq.store.fairness): the turns of jobs with a fairness key. A job without a key
--- sends none of these.
+-- Fair queues (mysqlq.store.fairness): the turns of jobs. A job without a key is enqueued without a
+-- turn (turn = 18446744073709551615, the column's default) and its producer sends none of these;
+-- workers give such jobs turns (keyless_*) only in a queue where keyed jobs wait too.
 
 -- name: fair_position
 -- Where keyed jobs of one queue, priority and key go: the turn the queue is serving at that priority
--- (its first ready keyed job's: one look into mysqlq_jobs_live; with none ready, the latest turn given in the
--- queue, which every job before has reached), and the key's step (NULL: a key not seen yet, whose
+-- (its first ready job with a turn: one look into mysqlq_jobs_live; with none ready, the latest turn
+-- given in the queue, which every job before has reached), and the key's step (NULL: a key not seen yet, whose
 -- step is the default). Plain reads: a producer's transaction holds no lock for them.
 SELECT
   COALESCE(
     (SELECT MIN(turn) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
       WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND finished_at IS NULL
-        AND priority = %(priority)s AND turn > 0),
+        AND priority = %(priority)s AND turn < 18446744073709551615),
     (SELECT MAX(last_turn) FROM mysqlq_fair_keys WHERE queue = %(queue)s),
     0) AS serving,
   (SELECT step FROM mysqlq_fair_keys WHERE queue = %(queue)s AND fairness_key = %(key)s) AS step;
@@ -40,6 +41,53 @@ ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 (%s, %s, %s, %s, %s, COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), %s, %s, UTC_TIMESTAMP(6), %s, %s, %s,
  %s, %s, %s, %s)
 
+-- ---------------------------------------------------------------- jobs without a key
+-- A worker that claimed keyed jobs from a queue lately gives the queue's jobs without a key turns
+-- before it claims there (mysqlq.worker.intake.fair_turns): as one key of their own, the key ''
+-- (no key may be empty), a step apart, from the turn the queue is serving. Until then they wait
+-- behind the keyed jobs of their priority; in a queue without keys, nothing here is sent.
+
+-- name: keyless_position
+-- Whether the queue's next claim needs jobs without a key given turns: the first priority with ready
+-- jobs; at it, the turn being served (the first ready job with a turn; NULL: none, and no turns are
+-- needed) and whether a ready job has no turn; and the last turn given to the queue's jobs without a
+-- key, with their step (NULL: never given one). Index dives into mysqlq_jobs_live and one primary-key
+-- read of mysqlq_fair_keys; plain reads.
+SELECT head.priority,
+       (SELECT MIN(turn) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+         WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND finished_at IS NULL
+           AND priority = head.priority AND turn < 18446744073709551615) AS serving,
+       EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+                WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND finished_at IS NULL
+                  AND priority = head.priority AND turn = 18446744073709551615) AS unturned,
+       keyless.last_turn, keyless.step
+  FROM (SELECT priority FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+         WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND finished_at IS NULL
+         ORDER BY running_batch, status, queue, finished_at, priority LIMIT 1) AS head
+  LEFT JOIN mysqlq_fair_keys AS keyless ON keyless.queue = %(queue)s AND keyless.fairness_key = '';
+
+-- name: keyless_take
+-- Step 1 of giving turns (in a transaction): lock the row of the queue's jobs without a key, and
+-- make LAST_INSERT_ID() the turn before the first to give: a step after its last turn, or the turn
+-- being served if that is later, less a step. Two workers that give turns at once take them one
+-- after the other.
+INSERT INTO mysqlq_fair_keys (queue, fairness_key, last_turn)
+VALUES (%(queue)s, '', LAST_INSERT_ID(GREATEST(1000, %(serving)s) - 1000))
+ON DUPLICATE KEY UPDATE last_turn = LAST_INSERT_ID(GREATEST(last_turn + step, %(serving)s) - step);
+
+-- name: keyless_give
+-- Step 2: the oldest ready jobs without a turn at the priority, in id order, each a step after the
+-- one before (LAST_INSERT_ID(expr) is the session's, read and set row by row).
+UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+   SET turn = LAST_INSERT_ID(LAST_INSERT_ID() + %(step)s)
+ WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND finished_at IS NULL
+   AND priority = %(priority)s AND turn = 18446744073709551615
+ ORDER BY running_batch, status, queue, finished_at, priority, turn, id LIMIT %(limit)s;
+
+-- name: keyless_given
+-- Step 3: the last turn given, kept on the row.
+UPDATE mysqlq_fair_keys SET last_turn = LAST_INSERT_ID() WHERE queue = %(queue)s AND fairness_key = '';
+
 -- name: set_fair_weight
 -- A key's weight in its queue, as its step (1000 / weight): a key of weight 2 takes two turns for
 -- another's one. Its jobs already waiting keep their turns.
@@ -48,17 +96,18 @@ ON DUPLICATE KEY UPDATE step = %(step)s;
 
 -- ---------------------------------------------------------------- seeing it
 -- What `mysqlq stats`, `mysqlq fairness list`, the dashboard and /metrics read: keyed ready jobs
--- (turn > 0) only, and only of a queue that has some (count_waiting counts them on the index).
+-- only, and only of a queue that has ready jobs with a turn (count_waiting counts them on the index).
 
 -- name: fair_backlog
 -- One queue's keys with the most ready jobs, the first `limit`, largest first, each with its ready
 -- jobs, and how many keys have ready jobs at all (key_count, the same on every row; no row: none).
--- Reads the queue's ready range of mysqlq_jobs_live (jobs without a key, turn 0, are passed over
--- on the index) and each keyed ready job by primary key for its key, which the index does not hold;
--- grouped in a temporary table, then sorted: as many rows as the queue has keyed ready jobs.
+-- Reads the queue's ready range of mysqlq_jobs_live (jobs without a turn are passed over on the
+-- index) and each ready job with a turn by primary key for its key, which the index does not hold;
+-- grouped in a temporary table, then sorted: as many rows as the queue has ready jobs with a turn.
 SELECT fairness_key, COUNT(*) AS ready, COUNT(*) OVER () AS key_count
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
- WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND turn > 0
+ WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND turn < 18446744073709551615
+   AND fairness_key IS NOT NULL
  GROUP BY fairness_key
  ORDER BY ready DESC, fairness_key LIMIT %(limit)s;
 
@@ -70,7 +119,8 @@ SELECT fairness_key, COUNT(*) AS ready, COUNT(*) OVER () AS key_count
 SELECT waiting.queue, waiting.fairness_key, waiting.ready, fair.step
   FROM (SELECT queue, fairness_key, COUNT(*) AS ready
           FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
-         WHERE running_batch = 0 AND status = 'ready' AND (%(queue)s IS NULL OR queue = %(queue)s) AND turn > 0
+         WHERE running_batch = 0 AND status = 'ready' AND (%(queue)s IS NULL OR queue = %(queue)s)
+           AND turn < 18446744073709551615 AND fairness_key IS NOT NULL
          GROUP BY queue, fairness_key
          ORDER BY ready DESC, queue, fairness_key LIMIT %(limit)s) AS waiting
   LEFT JOIN mysqlq_fair_keys AS fair ON fair.queue = waiting.queue AND fair.fairness_key = waiting.fairness_key

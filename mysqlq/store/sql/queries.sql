@@ -218,7 +218,8 @@ UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_scheduled)
 -- columns too, which keeps the plan an ordered index walk even on a session whose collation
 -- differs from the table's. A ready job's finished_at is NULL (a job that ended and was made ready
 -- again has it cleared), so the order is by priority, then turn, then id: a job without a fairness
--- key has turn 0, so a queue without keys is served in the order of its ids; keyed jobs take turns
+-- key is enqueued without a turn (the largest), so a queue without keys is served in the order of
+-- its ids; keyed jobs take turns, and where they wait, workers give the others turns too
 -- (mysqlq.store.fairness).
 UPDATE mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
    SET status = 'running', running_batch = %(batch_id)s, batch_id = %(batch_id)s, worker_id = %(worker_id)s,
@@ -245,7 +246,8 @@ UPDATE mysqlq_jobs
 -- claim's order.
 -- The columns in the order of mysqlq.core.jobs.ClaimedJob's fields.
 SELECT id, queue, handler, payload, attempts, max_attempts, time_limit, concurrency_key, snoozes, tags,
-       trace_context, waiting_for IS NOT NULL, dedupe_key IS NOT NULL AND dedupe_scope = 'forever'
+       trace_context, waiting_for IS NOT NULL, dedupe_key IS NOT NULL AND dedupe_scope = 'forever',
+       fairness_key IS NOT NULL
   FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live) WHERE running_batch = %(batch_id)s
  ORDER BY priority, turn, id;
 
@@ -579,10 +581,11 @@ SELECT LAST_INSERT_ID();
 -- finished jobs reads the live table and mysqlq_jobs_history alike, in the one statement.
 
 -- name: count_waiting
--- Ready, scheduled, blocked and waiting jobs per queue, and how many of them carry a fairness key
--- (turn > 0): their ranges of mysqlq_jobs_live, read on the index alone (the index holds the turn),
--- so that only a queue with keyed ready jobs is asked for its backlog by key (fair_backlog).
-SELECT queue, status, COUNT(*), SUM(turn > 0) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+-- Ready, scheduled, blocked and waiting jobs per queue, and how many of them have a turn (a keyed
+-- job, or one without a key given a turn among keyed ones): their ranges of mysqlq_jobs_live, read
+-- on the index alone (the index holds the turn), so that only a queue with such ready jobs is asked
+-- for its backlog by key (fair_backlog).
+SELECT queue, status, COUNT(*), SUM(turn < 18446744073709551615) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
  WHERE running_batch = 0 AND status IN ('ready', 'scheduled', 'blocked', 'waiting')
  GROUP BY queue, status;
 

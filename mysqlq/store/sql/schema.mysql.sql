@@ -72,7 +72,7 @@ CREATE TABLE `mysqlq_jobs` (
   `trace_context` varchar(600) COLLATE utf8mb4_bin DEFAULT NULL,
   `run_trace_context` varchar(600) COLLATE utf8mb4_bin DEFAULT NULL,
   `fairness_key` varchar(100) COLLATE utf8mb4_bin DEFAULT NULL,
-  `turn` bigint unsigned NOT NULL DEFAULT '0',
+  `turn` bigint unsigned NOT NULL DEFAULT '18446744073709551615',
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
   KEY `mysqlq_jobs_scheduled` (`scheduled_at`),

@@ -72,7 +72,7 @@ CREATE TABLE `mysqlq_jobs` (
   `trace_context` varchar(600) DEFAULT NULL,
   `run_trace_context` varchar(600) DEFAULT NULL,
   `fairness_key` varchar(100) DEFAULT NULL,
-  `turn` bigint(20) unsigned NOT NULL DEFAULT 0,
+  `turn` bigint(20) unsigned NOT NULL DEFAULT 18446744073709551615,
   PRIMARY KEY (`id`),
   UNIQUE KEY `mysqlq_jobs_dedupe` (`dedupe_key`),
   KEY `mysqlq_jobs_scheduled` (`scheduled_at`),

@@ -1,6 +1,7 @@
 """Claiming a batch: the claim statement queue by queue (earlier queues first) under one fresh token,
 the batch read back (with the last claim statement, in one round trip, where it can be), and jobs
-with a concurrency key admitted or set aside (mysqlq.worker.intake.concurrency_admission)."""
+with a concurrency key admitted or set aside (mysqlq.worker.intake.concurrency_admission). In a
+queue with keyed jobs, jobs without a key are given turns first (mysqlq.worker.intake.fair_turns)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Protocol
 
 from mysqlq.core.config import ClaimStrategy, Settings
 from mysqlq.core.jobs import ClaimedJob
-from mysqlq.store import claims
+from mysqlq.store import claims, fairness
 from mysqlq.store.db import Connection, Cursor, Database
 from mysqlq.worker.intake.concurrency_admission import Limits, keyed
+from mysqlq.worker.intake.fair_turns import FairTurns
 from mysqlq.worker.intake.rate_admission import Rates
 
 
@@ -63,6 +65,7 @@ class Claimer:
         # completion of a batch that ended just before: three round trips per batch become one.
         self.merged = settings.claim_strategy == ClaimStrategy.UPDATE and db.multi_statements
         self._queue_rank = {queue: rank for rank, queue in enumerate(settings.queues)}
+        self.fair_turns = FairTurns()
 
     def claim(self, limit: int, paused: Collection[str], ride_along: HeldCompletion | None = None) -> Claim:
         """Claim up to ``limit`` jobs. The completion of the batch ``ride_along`` holds, if any, goes in
@@ -78,6 +81,12 @@ class Claimer:
         jobs: list[ClaimedJob] | None = None  # read back with the last queue's claim, when it can be
         for left, queue in enumerate(queues, 1 - len(queues)):  # left: 0 at the last queue
             room = limit - claimed
+            if self.fair_turns.due(queue):  # jobs without a key given turns among the keyed ones
+
+                def give_turns(cur: Cursor, queue: str = queue, room: int = room) -> int:
+                    return fairness.give_keyless_turns(cur, queue, room)
+
+                self.db.run(give_turns)
             if self.merged and not left:  # the last statement of the claim: read back with it
 
                 def claim_and_fetch(conn: Connection, queue: str = queue,
@@ -105,6 +114,7 @@ class Claimer:
             jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
         if not jobs:
             return Claim(batch_id, [], False, claimed_at)
+        self.fair_turns.saw(jobs)
         claimed_count = len(jobs)
         jobs = self.rates.admit(batch_id, jobs)  # those over a rate limit wait for their turn
         set_aside = len(jobs) < claimed_count
