@@ -188,6 +188,22 @@ def test_the_reaper_reads_only_the_running_rows(big: Connection) -> None:
     assert claimed(big, reap) <= 6 * LIMIT + 10
 
 
+def test_where_jobs_without_a_key_stand_is_read_off_the_index_ends(big: Connection) -> None:
+    """What a worker reads before each claim in a queue with keyed jobs (fairness.give_keyless_turns):
+    index dives only, whatever the number of ready jobs ("hot" has 300, some given turns here)."""
+    params = {"queue": "hot"}
+    with big.cursor() as cur:
+        cur.execute("UPDATE mysqlq_jobs SET turn = id * 1000 WHERE queue = 'hot' AND status = 'ready' "
+                    "ORDER BY id LIMIT 100")
+    try:
+        assert not [access for access in plan(big, query("keyless_position"), params)
+                    if access["table_name"] == "mysqlq_jobs"]  # "Select tables optimized away", every one
+        assert rows_read(big, query("keyless_position"), params) <= 12
+    finally:
+        with big.cursor() as cur:
+            cur.execute("UPDATE mysqlq_jobs SET turn = DEFAULT WHERE queue = 'hot' AND status = 'ready'")
+
+
 def test_the_idle_poll_reads_a_handful_of_rows(big: Connection) -> None:
     queues = ["hot", "other", "idle"]
     sql, params = expand("poll", len(queues)), [*queues, *queues, "mysqlq:leader:test", *queues]

@@ -51,20 +51,24 @@ ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id);
 -- Whether the queue's next claim needs jobs without a key given turns: the first priority with ready
 -- jobs; at it, the turn being served (the first ready job with a turn; NULL: none, and no turns are
 -- needed) and whether a ready job has no turn; and the last turn given to the queue's jobs without a
--- key, with their step (NULL: never given one). Index dives into mysqlq_jobs_live and one primary-key
--- read of mysqlq_fair_keys; plain reads.
-SELECT head.priority,
+-- key, with their step (NULL: never given one). The first priority is a subquery of its own in each
+-- place (not correlated, so the server reads it once, as a constant, and each part stays an index
+-- dive: "Select tables optimized away"); then one primary-key read of mysqlq_fair_keys. Plain reads.
+SELECT (SELECT MIN(priority) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+         WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND finished_at IS NULL) AS priority,
        (SELECT MIN(turn) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
          WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND finished_at IS NULL
-           AND priority = head.priority AND turn < 18446744073709551615) AS serving,
-       EXISTS (SELECT 1 FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
-                WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND finished_at IS NULL
-                  AND priority = head.priority AND turn = 18446744073709551615) AS unturned,
-       keyless.last_turn, keyless.step
-  FROM (SELECT priority FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+           AND priority = (SELECT MIN(priority) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+                            WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s
+                              AND finished_at IS NULL)
+           AND turn < 18446744073709551615) AS serving,
+       (SELECT MAX(turn) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
          WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s AND finished_at IS NULL
-         ORDER BY running_batch, status, queue, finished_at, priority LIMIT 1) AS head
-  LEFT JOIN mysqlq_fair_keys AS keyless ON keyless.queue = %(queue)s AND keyless.fairness_key = '';
+           AND priority = (SELECT MIN(priority) FROM mysqlq_jobs FORCE INDEX (mysqlq_jobs_live)
+                            WHERE running_batch = 0 AND status = 'ready' AND queue = %(queue)s
+                              AND finished_at IS NULL)) = 18446744073709551615 AS unturned,
+       (SELECT last_turn FROM mysqlq_fair_keys WHERE queue = %(queue)s AND fairness_key = '') AS last_turn,
+       (SELECT step FROM mysqlq_fair_keys WHERE queue = %(queue)s AND fairness_key = '') AS step;
 
 -- name: keyless_take
 -- Step 1 of giving turns (in a transaction): lock the row of the queue's jobs without a key, and
