@@ -242,7 +242,7 @@ def test_a_migration_stopped_while_it_moves_the_history_resumes_with_nothing_los
 
     conn = qdb.connect()
     with conn.cursor() as cur:
-        assert migrate(cur, qdb.name) == [17, 18, 19]
+        assert migrate(cur, qdb.name) == [17, 18, 19, 20]
     conn.close()
     assert snapshot(qdb, COLUMNS + ", result") == before
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history") == 20_700
@@ -275,7 +275,7 @@ def test_a_migration_to_the_in_place_claim_stopped_half_way_resumes_and_every_jo
     qdb.query(PRODUCER_15, ("default", '{"n": -1}'))
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE running_batch IS NULL") > 0  # the fill is half-way
     with conn.cursor() as cur:
-        assert migrate(cur, qdb.name) == [18, 19]
+        assert migrate(cur, qdb.name) == [18, 19, 20]
     conn.close()
     assert snapshot(qdb, COLUMNS)[:len(before)] == before
     assert states_agree(qdb) == 0
@@ -309,7 +309,7 @@ def test_a_migration_to_fair_queues_stopped_after_its_alter_resumes_and_schema_1
         cur.execute(alter)
     before = snapshot(qdb, COLUMNS)
     with conn.cursor() as cur:
-        assert migrate(cur, qdb.name) == [19]  # the ALTER finds its columns there: done
+        assert migrate(cur, qdb.name) == [19, 20]  # the ALTER finds its columns there: done
     assert snapshot(qdb, COLUMNS) == before
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE turn <> 0 OR fairness_key IS NOT NULL") == 0
     # A worker of schema 18 still claims (in id order within a priority) and moves its done jobs.
