@@ -88,6 +88,7 @@ EXAMPLE_SCHEDULE = """\
 # [refresh-cache]
 # every = "30s"                 # an interval instead of cron
 # handler = "cache.refresh"
+# dedupe_scope = "1h"           # hold each tick's key an hour (default forever: until the job is purged)
 """
 
 

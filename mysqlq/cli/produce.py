@@ -14,9 +14,21 @@ import click
 from mysqlq.cli import main, settings
 from mysqlq.core.config import Settings
 from mysqlq.core.errors import InvalidJob
-from mysqlq.core.jobs import DEDUPE_SCOPES, PARENT_FAILURE, Job, loads_strict
+from mysqlq.core.jobs import DEDUPE_SCOPES, PARENT_FAILURE, Job, loads_strict, period_microseconds
 from mysqlq.core.tracing import continuing, from_environment
 from mysqlq.producer.enqueue import Producer
+
+
+def _dedupe_scope(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--dedupe-scope: forever, active, or a period ("10m", "1h", "90s", or seconds)."""
+    text = value.strip()
+    if text not in DEDUPE_SCOPES:
+        try:
+            period_microseconds(text)
+        except InvalidJob:
+            raise click.BadParameter(f"{value!r} is not forever, active or a period such as 10m, 1h or 90s",
+                                     ctx, param) from None
+    return text
 
 
 def _payload(text: str | None) -> Any:
@@ -108,9 +120,10 @@ def _traced(queues: set[str], batch: int | None = None) -> Iterator[Callable[[in
               help="Lower runs first.")
 @click.option("--dedupe-key", envvar="MYSQLQ_ENQUEUE_DEDUPE_KEY", show_envvar=True,
               help="Enqueue at most once per key: a taken key prints the existing job's id.")
-@click.option("--dedupe-scope", envvar="MYSQLQ_DEDUPE_SCOPE", show_envvar=True, type=click.Choice(DEDUPE_SCOPES),
-              default="forever", help="How long the key holds: until the job is purged (forever), or until it "
-              "ends, done, dead or cancelled (active).")
+@click.option("--dedupe-scope", envvar="MYSQLQ_DEDUPE_SCOPE", show_envvar=True, metavar="forever|active|PERIOD",
+              callback=_dedupe_scope, default="forever",
+              help="How long the key holds: until the job is purged (forever), until it ends, done, dead or "
+              "cancelled (active), or for a period from this enqueue, whatever the job does (10m, 1h, 90s...).")
 @click.option("--max-attempts", type=int, envvar="MYSQLQ_MAX_ATTEMPTS", show_envvar=True, default=None,
               help="Attempts before the job is dead [default: 5].")
 @click.option("--time-limit", envvar="MYSQLQ_ENQUEUE_TIME_LIMIT", show_envvar=True, type=float,

@@ -6,13 +6,14 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from functools import partial
 from typing import Any, NamedTuple, TypedDict
 
 from mysqlq.core.config import Settings, check_name
-from mysqlq.core.errors import InvalidJob, ResultNotStored
+from mysqlq.core.durations import parse_duration
+from mysqlq.core.errors import ConfigError, InvalidJob, ResultNotStored
 from mysqlq.core.tracing import current_trace_context
 
 
@@ -51,7 +52,12 @@ MAX_ATTEMPTS_LIMIT = 1000
 EARLIEST_RUN_AT = datetime(1000, 1, 2)
 LATEST_RUN_AT = datetime(9999, 12, 30)
 # How long a dedupe key holds: until the job is purged, or only while it is ready, scheduled or running.
+# A period (a duration) holds it for that long from the enqueue, whatever the job does (DedupePeriod).
 DEDUPE_SCOPES = ("forever", "active")
+# What dedupe_scope takes: one of DEDUPE_SCOPES, or a period: "10m" (s, m, h, d, w), seconds, a timedelta.
+DedupeScope = str | float | timedelta
+# The longest period (about 31 years, as PLAINLY_VALID_DELAY): its end fits the schema's DATETIME(6).
+MAX_DEDUPE_PERIOD = 1e9
 MAX_PARENTS = 10_000  # jobs one job may wait for (a group's callback waits for every member)
 # What a job enqueued after others does when one of them ends dead or cancelled.
 PARENT_FAILURE = ("cancel", "run")
@@ -71,7 +77,7 @@ class EnqueueOptions(TypedDict, total=False):
     dedupe_key: str | None
     max_attempts: int | None
     time_limit: float | None
-    dedupe_scope: str
+    dedupe_scope: DedupeScope
     concurrency_key: str | None
     after: Sequence[int]
     on_parent_failure: str
@@ -92,7 +98,7 @@ class Job:
     dedupe_key: str | None = None
     max_attempts: int | None = None
     time_limit: float | None = None
-    dedupe_scope: str = "forever"
+    dedupe_scope: DedupeScope = "forever"
     concurrency_key: str | None = None
     after: Sequence[int] = ()
     on_parent_failure: str = "cancel"
@@ -131,14 +137,16 @@ class Job:
 
 def job_row(settings: Settings, handler: str, payload: object, queue: str, delay: float, run_at: datetime | None,
             priority: int, dedupe_key: str | None, max_attempts: int | None, time_limit: float | None,
-            dedupe_scope: str, concurrency_key: str | None, tags: Sequence[str] = (),
+            dedupe_scope: DedupeScope, concurrency_key: str | None, tags: Sequence[str] = (),
             fairness_key: str | None = None) -> tuple[Any, ...]:
     """:meth:`Job.row` of a job given field by field: what ``Producer.enqueue`` calls, without making
     a Job first (a frozen dataclass of thirteen fields costs about as much as all the checks).
 
     The row ends with the tags (a JSON array, None without), the trace context of the span current
-    now (mysqlq.core.tracing; None without one) and the fairness key (None without): every way of
-    enqueueing makes its row here."""
+    now (mysqlq.core.tracing; None without one), the fairness key (None without) and the key's
+    :class:`DedupePeriod` when ``dedupe_scope`` is a period (None otherwise; the key then lives in
+    mysqlq_dedupe_periods, so the row's own dedupe key is None): every way of enqueueing makes its
+    row here."""
     check_name("handler", handler, InvalidJob)
     check_name("queue", queue, InvalidJob)
     encoded = encode_payload(payload, settings.max_payload_bytes)
@@ -154,8 +162,12 @@ def job_row(settings: Settings, handler: str, payload: object, queue: str, delay
         raise InvalidJob(f"concurrency key must be a string of 1 to {MAX_CONCURRENCY_KEY} characters")
     if fairness_key is not None:
         check_fairness_key(fairness_key)
+    period = None
     if dedupe_scope not in DEDUPE_SCOPES:
-        raise InvalidJob(f"dedupe scope must be 'forever' or 'active', got {dedupe_scope!r}")
+        microseconds = period_microseconds(dedupe_scope)  # InvalidJob for what is not a period either
+        if dedupe_key is not None:
+            period = DedupePeriod(dedupe_key, microseconds)
+        dedupe_key, dedupe_scope = None, "forever"  # the key lives in mysqlq_dedupe_periods, not on the job
     attempts = settings.max_attempts if max_attempts is None else max_attempts
     if not isinstance(attempts, int) or not 1 <= attempts <= MAX_ATTEMPTS_LIMIT:
         raise InvalidJob(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS_LIMIT}, got {attempts!r}")
@@ -165,7 +177,34 @@ def job_row(settings: Settings, handler: str, payload: object, queue: str, delay
     status = Status.SCHEDULED if delay > 0 or at is not None else Status.READY
     limit = math.ceil(time_limit) if time_limit is not None else None
     return (queue, handler, encoded, status, priority, at, round(delay * 1_000_000), attempts, limit, dedupe_key,
-            dedupe_scope, concurrency_key, encode_tags(tags) if tags else None, current_trace_context(), fairness_key)
+            dedupe_scope, concurrency_key, encode_tags(tags) if tags else None, current_trace_context(), fairness_key,
+            period)
+
+
+class DedupePeriod(NamedTuple):
+    """A dedupe key held for a period from the enqueue that takes it (mysqlq.store.dedupe_periods)."""
+
+    key: str
+    microseconds: int
+
+
+def period_microseconds(scope: object) -> int:
+    """A dedupe scope that is a period, in whole microseconds (at least 1); InvalidJob (one line)
+    for anything else: "forever", "active", "10m" (s, m, h, d, w), seconds > 0, or a timedelta."""
+    seconds: float | None = None
+    if isinstance(scope, timedelta):
+        seconds = scope.total_seconds()
+    elif isinstance(scope, int | float) and not isinstance(scope, bool):
+        seconds = float(scope)
+    elif isinstance(scope, str):
+        try:
+            seconds = parse_duration(scope, "dedupe scope")
+        except ConfigError:
+            seconds = None
+    if seconds is None or not 0 < seconds <= MAX_DEDUPE_PERIOD:  # NaN too
+        raise InvalidJob("dedupe scope must be 'forever', 'active' or a period ('10m', '1h', seconds or a timedelta, "
+                         f"more than 0 and at most {MAX_DEDUPE_PERIOD:g} s), got {scope!r}")
+    return max(1, math.ceil(seconds * 1_000_000))
 
 
 def check_fairness_key(key: object) -> str:

@@ -11,6 +11,11 @@ batch is one plain read of up to ``retention_batch`` ids of one status and queue
 jobs move when they end) and one short transaction that deletes those ids by primary key in that
 table, with their tag rows and dependency pairs; a turn
 stops after a short time budget and asks to run again soon if work is left.
+
+Each turn also forgets up to ``retention_batch`` dedupe keys whose period has ended
+(mysqlq.store.dedupe_periods): one DELETE on the index of their expiry, which finds nothing where
+no job was enqueued with a period. An expired key needs no purge to be taken again; this only keeps
+the table from growing with keys never used again (a schedule's ticks).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from functools import partial
 from mysqlq.core.config import Settings
 from mysqlq.core.jobs import Status
 from mysqlq.core.logs import Log
+from mysqlq.store import dedupe_periods
 from mysqlq.store import ops as store
 from mysqlq.store.db import Database
 
@@ -125,9 +131,11 @@ class Retention:
         deadline = time.monotonic() + self.budget
         purge = Purge(self.db, self.ages, batch=settings.retention_batch)
         deleted = purge.run(until=lambda: time.monotonic() >= deadline)
-        if any(deleted.values()):
-            self.log.info("retention.deleted", **deleted, finished=purge.finished)
-        if purge.finished:
+        keys = self.db.run(lambda cur: dedupe_periods.forget_expired(cur, settings.retention_batch))
+        finished = purge.finished and keys < settings.retention_batch
+        if any(deleted.values()) or keys:
+            self.log.info("retention.deleted", **deleted, expired_dedupe_keys=keys, finished=finished)
+        if finished:
             return settings.retention_interval
         self.db.run(lambda cur: store.due_again(cur, TASK))  # whoever leads next goes on at once
         return BEHIND_PAUSE

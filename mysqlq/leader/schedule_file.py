@@ -12,7 +12,12 @@ queue = "reports"             # and priority, max_attempts, time_limit, concurre
 [refresh-cache]
 every = "30s"                 # an interval instead of cron: ticks at whole multiples of it since 1970 UTC
 handler = "cache.refresh"
+dedupe_scope = "1h"           # each tick's key held for an hour ("forever" by default: until purged)
 ```
+
+Each tick's job carries the dedupe key of its entry and tick (:func:`tick_key`). With a period as its
+``dedupe_scope`` the key is held for that long and the done job leaves the live table at once, like
+any other; "forever" keeps each done tick live until retention purges it.
 
 Cron times are computed by cronsim, which follows Debian's cron across DST changes: an entry with a
 fixed hour and minute runs once when the clocks go back, and right after the jump when its time is
@@ -35,13 +40,13 @@ from cronsim import CronSim, CronSimError
 from mysqlq.core.config import Dsn, Settings, check_name
 from mysqlq.core.durations import format_duration, parse_duration
 from mysqlq.core.errors import ConfigError, InvalidJob
-from mysqlq.core.jobs import Job
+from mysqlq.core.jobs import DedupeScope, Job
 
 # The @-names crontab(5) gives (not @reboot: a schedule has no boot).
 MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
           "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
 JOB_FIELDS = ("handler", "payload", "queue", "priority", "max_attempts", "time_limit", "concurrency_key", "tags",
-              "fairness_key")
+              "fairness_key", "dedupe_scope")
 FIELDS = ("cron", "every", "timezone", *JOB_FIELDS)
 MAX_CRON = 200  # characters: the timing is stored beside the schedule's state (VARCHAR(255))
 KEY_PREFIX = "mysqlq:schedule:"
@@ -71,6 +76,7 @@ class Entry:
     concurrency_key: str | None = None  # ticks of the entry then run at most the handler's limit at once
     tags: tuple[str, ...] = ()  # each tick's job has them (`mysqlq jobs list --tag`)
     fairness_key: str | None = None  # each tick's job takes its turn among the queue's keys
+    dedupe_scope: DedupeScope = "forever"  # how long a tick's key holds: a period fits (see the module's note)
 
     @property
     def zone(self) -> tzinfo:
@@ -104,10 +110,10 @@ class Entry:
         return timedelta(seconds=self.every or 0)
 
     def job(self, tick: datetime) -> Job:
-        """The job one tick enqueues, keyed by entry and tick (the key holds until the job is purged)."""
+        """The job one tick enqueues, keyed by entry and tick (the key holds for the entry's dedupe_scope)."""
         return Job(self.handler, self.payload, self.queue, priority=self.priority, dedupe_key=tick_key(self.name, tick),
-                   max_attempts=self.max_attempts, time_limit=self.time_limit, concurrency_key=self.concurrency_key,
-                   tags=self.tags, fairness_key=self.fairness_key)
+                   max_attempts=self.max_attempts, time_limit=self.time_limit, dedupe_scope=self.dedupe_scope,
+                   concurrency_key=self.concurrency_key, tags=self.tags, fairness_key=self.fairness_key)
 
 
 class EntryError(ConfigError):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, Unpack
 from mysqlq import hint
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
-from mysqlq.core.jobs import EnqueueOptions, Job, JobState, job_row
+from mysqlq.core.jobs import DEDUPE_SCOPES, DedupeScope, EnqueueOptions, Job, JobState, job_row
 from mysqlq.producer import workflows
 from mysqlq.producer.offload import Offload
 from mysqlq.producer.outbox import Transaction
@@ -68,7 +68,7 @@ class Producer:
         dedupe_key: str | None = None,
         max_attempts: int | None = None,
         time_limit: float | None = None,
-        dedupe_scope: str = "forever",
+        dedupe_scope: DedupeScope = "forever",
         concurrency_key: str | None = None,
         after: Sequence[int] = (),
         on_parent_failure: str = "cancel",
@@ -78,7 +78,9 @@ class Producer:
         """Enqueue one job and return its id (with a taken dedupe key: the existing job's id).
 
         ``dedupe_scope``: "forever" holds the key until the job is purged, "active" only until it
-        ends (done, dead or cancelled). ``concurrency_key``: at most the handler's
+        ends (done, dead or cancelled); a period ("10m", "1h", seconds or a timedelta) holds it for that
+        long from this enqueue, whatever becomes of the job, and an enqueue after it makes a new job
+        (mysqlq.store.dedupe_periods). ``concurrency_key``: at most the handler's
         ``concurrency_limit`` jobs with this key run at once (see mysqlq.worker.intake.concurrency_admission).
         ``after``: ids of jobs that must be done first; the job waits (status ``waiting``) until the
         last of them is. If one ends dead or cancelled the job is cancelled, unless
@@ -87,7 +89,8 @@ class Producer:
         (or any party) the job is for; within a queue and a priority, workers take jobs in turn across
         keys instead of in the order they were enqueued (mysqlq.store.fairness).
         """
-        if after or tags or fairness_key is not None:  # more than one statement: one transaction
+        # More than one statement (parents, tag rows, a turn, a key's period): one transaction.
+        if after or tags or fairness_key is not None or (dedupe_key is not None and dedupe_scope not in DEDUPE_SCOPES):
             job = Job(handler, payload, queue, delay, run_at, priority, dedupe_key, max_attempts, time_limit,
                       dedupe_scope, concurrency_key, after, on_parent_failure, tags, fairness_key)
             job.row(self.settings)
@@ -136,7 +139,7 @@ class Producer:
         ``progress`` hears of each chunk inserted. Jobs with ``tags`` go in chunks of their own (one
         more statement for a chunk's tag rows, and one to read their ids), jobs with a fairness key
         too (two more statements per queue, priority and key, for their turns), jobs with ``after``
-        one statement each, after the others, in the same transaction.
+        or a key held for a period one at a time, after the others, in the same transaction.
         """
         try:
             batch = list(jobs)
@@ -178,15 +181,17 @@ class Producer:
 
     def _insert_in_chunks(self, cur: Cursor, batch: list[Job], progress: Callable[[int], object] | None,
                           tagged_in_chunks: bool) -> int:
-        plain = [(n, job) for n, job in enumerate(batch) if not (job.after or job.tags or job.fairness_key is not None)]
+        alone = [_alone(job) for job in batch]
+        plain = [(n, job) for n, job in enumerate(batch)
+                 if not (alone[n] or job.tags or job.fairness_key is not None)]
         keyed = [(n, job) for n, job in enumerate(batch)
-                 if job.fairness_key is not None and not (job.after or job.tags)]
+                 if job.fairness_key is not None and not (alone[n] or job.tags)]
         tagged = [(n, job) for n, job in enumerate(batch)
-                  if job.tags and not job.after and job.fairness_key is None] if tagged_in_chunks else []
-        # Each after its parents, or with its tag rows (a keyed job's, or when a chunk's ids were not one
-        # block), one at a time.
+                  if job.tags and not alone[n] and job.fairness_key is None] if tagged_in_chunks else []
+        # Each after its parents or its key's period taken, or with its tag rows (a keyed job's, or when
+        # a chunk's ids were not one block), one at a time.
         later = [(n, job) for n, job in enumerate(batch)
-                 if job.after or (job.tags and (job.fairness_key is not None or not tagged_in_chunks))]
+                 if alone[n] or (job.tags and (job.fairness_key is not None or not tagged_in_chunks))]
         with transaction(cur.connection):
             total, sent = 0, 0
             with store.bulk_insert(cur, self.renderer) as bulk:
@@ -279,6 +284,12 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _alone(job: Job) -> bool:
+    """Whether enqueue_many inserts ``job`` by itself: after its parents, or once its key's period is
+    taken (mysqlq.store.dedupe_periods)."""
+    return bool(job.after) or (job.dedupe_key is not None and job.dedupe_scope not in DEDUPE_SCOPES)
 
 
 def _in_transaction(cur: Cursor, insert: Callable[[Cursor, *Ts], T], *args: *Ts) -> T:

@@ -54,8 +54,9 @@ def enqueue_on(conn: Connection, job: Job, settings: Settings | None = None) -> 
     """Enqueue on a connection the caller holds, in its current transaction; nothing is committed.
 
     Call :func:`mysqlq.hint.notify` after your commit to wake idle workers at once;
-    without it the job starts at the workers' next poll. A job with tags (or ``after``) is written
-    in more than one statement: call this between BEGIN and COMMIT, so that they commit together.
+    without it the job starts at the workers' next poll. A job with tags (or ``after``, or a
+    dedupe key held for a period) is written in more than one statement: call this between BEGIN
+    and COMMIT, so that they commit together.
     """
     with conn.cursor() as cur:
         return workflows.insert(cur, job, settings or Settings(dsn=Dsn()))

@@ -40,8 +40,7 @@ def insert_counted(cur: Cursor, job: Job, settings: Settings,
     parents = job.parents()
     if parents:
         return dependencies.enqueue_after(cur, row, parents, job.run_anyway, renderer)
-    job_id = store.insert_job(cur, row, renderer)
-    return job_id, cur.rowcount == 1
+    return store.insert_job_counted(cur, row, renderer)
 
 
 def check_jobs(jobs: Iterable[Job], what: str) -> list[Job]:

@@ -16,7 +16,7 @@ from mysqlq.core.errors import InvalidJob, MysqlqError
 from mysqlq.core.jobs import FAILED, MAX_PARENTS, Parent, Status
 from mysqlq.store import execute, execute_in
 from mysqlq.store.db import Cursor
-from mysqlq.store.jobs import NAMES, RowRenderer, insert_job
+from mysqlq.store.jobs import NAMES, RowRenderer, insert_job_counted
 from mysqlq.store.workers import NO_FENCE, Fence
 
 
@@ -41,7 +41,9 @@ def enqueue_after(cur: Cursor, row: Sequence[Any], parents: Sequence[int], run_a
         held = cur.fetchone()
         if held is not None:
             return int(held[0]), False
-    job_id = insert_job(cur, row, renderer)
+    job_id, new = insert_job_counted(cur, row, renderer)
+    if not new:  # its key is held for a period (it took the key's row lock, after its parents')
+        return job_id, False
     moved = set(ended)
     live = [parent for parent in ids if parent not in moved]
     if live:

@@ -10,7 +10,7 @@ from functools import cache
 from typing import Any
 
 from mysqlq.core.jobs import JobState
-from mysqlq.store import execute, fairness
+from mysqlq.store import dedupe_periods, execute, fairness
 from mysqlq.store.db import Connection, Cursor
 from mysqlq.store.sql import query
 
@@ -26,7 +26,8 @@ DUE_OMITS = frozenset({"run_at", "delay_us"})
 MAX_SHAPES = 1000  # distinct combinations kept per renderer (and kind of row) before it starts afresh
 
 TAGS = NAMES.index("tags")
-FAIRNESS_KEY = len(NAMES)  # a job row's last field, after NAMES: its fairness key (mysqlq.store.fairness)
+FAIRNESS_KEY = len(NAMES)  # a job row's field after NAMES: its fairness key (mysqlq.store.fairness)
+DEDUPE_PERIOD = FAIRNESS_KEY + 1  # its last: a DedupePeriod when its key is held for a period (dedupe_periods)
 Quote = Callable[[Any], bytes]  # the connection's escaping of one value (conn.literal)
 _REPEATING = operator.itemgetter(*[n for n, name in enumerate(NAMES) if name not in PER_ROW])
 
@@ -115,9 +116,20 @@ def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = N
     With a ``renderer`` (a producer's own connections), the row is rendered from its cached
     template; without (a caller's connection, whatever its character set), the driver binds it.
     A new job with tags gets its rows in mysqlq_job_tags too: call this in a transaction (the
-    caller's), so that both are written or neither. ``cur.rowcount`` is the job insert's: 1 when
-    the job is new. A job with a fairness key takes its turn first (mysqlq.store.fairness).
+    caller's), so that both are written or neither. A job with a fairness key takes its turn first
+    (mysqlq.store.fairness); a job whose key is held for a period takes the key first, and is not
+    inserted while another job holds it (mysqlq.store.dedupe_periods): the same transaction too.
     """
+    return insert_job_counted(cur, row, renderer)[0]
+
+
+def insert_job_counted(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = None) -> tuple[int, bool]:
+    """:func:`insert_job`, also returning whether the job is new (False: its dedupe key is taken)."""
+    period = row[DEDUPE_PERIOD]
+    if period is not None:
+        holder = dedupe_periods.take(cur, period)
+        if holder is not None:  # nothing written: the key's row is as it was
+            return holder, False
     if row[FAIRNESS_KEY] is not None:
         fairness.insert(cur, (row,), renderer)
     elif renderer is None:
@@ -125,10 +137,14 @@ def insert_job(cur: Cursor, row: Sequence[Any], renderer: RowRenderer | None = N
     else:
         cur.execute(renderer.statement("insert_job", (row,), cur.connection.literal))
     job_id = int(cur.lastrowid or cur.connection.insert_id())
-    if row[TAGS] is not None and cur.rowcount == 1:  # a taken dedupe key: the existing job keeps its tags
+    new = cur.rowcount == 1
+    if row[TAGS] is not None and new:  # a taken dedupe key: the existing job keeps its tags
         with cur.connection.cursor() as tag_cur:  # keeps ``cur.rowcount`` the job insert's
             _insert_tag_rows(tag_cur, [(job_id, tag) for tag in json.loads(row[TAGS])])
-    return job_id
+    if period is not None:
+        with cur.connection.cursor() as key_cur:
+            dedupe_periods.hold(key_cur, period, job_id)
+    return job_id, new
 
 
 def _insert_tag_rows(cur: Cursor, pairs: Sequence[tuple[int, str]]) -> None:
@@ -162,9 +178,10 @@ def insert_tagged(cur: Cursor, rows: Sequence[Sequence[Any]], renderer: RowRende
 def insert_rendered(conn: Connection, row: Sequence[Any], renderer: RowRenderer) -> int:
     """:func:`insert_job` on one of mysqlq's own connections, sent without a cursor (a single INSERT
     returns no rows; the cursor's bookkeeping would add a quarter to the client's CPU for it).
-    For a job without tags only (a job with tags takes :func:`insert_job`, in a transaction)."""
-    if row[TAGS] is not None or row[FAIRNESS_KEY] is not None:
-        raise ValueError("insert_rendered takes jobs without tags or fairness key")
+    For a job without tags, fairness key or period key only (those take :func:`insert_job`, in a
+    transaction)."""
+    if row[TAGS] is not None or row[FAIRNESS_KEY] is not None or row[DEDUPE_PERIOD] is not None:
+        raise ValueError("insert_rendered takes jobs without tags, fairness key or dedupe period")
     conn.query(renderer.statement("insert_job", (row,), conn.literal))
     return int(conn.insert_id())
 
@@ -218,12 +235,17 @@ def bulk_insert(cur: Cursor, renderer: RowRenderer) -> Iterator[BulkInsert]:
 
 
 def job_state(cur: Cursor, job_id: int | None = None, dedupe_key: str | None = None) -> JobState | None:
-    """Where one job stands, by id or by the dedupe key it holds (None: no such job, or purged)."""
+    """Where one job stands, by id or by the dedupe key it holds (None: no such job, or purged). A
+    key held for a period is looked up when no live job holds the key itself: it names its job for as
+    long as the period lasts, in whichever table the job is."""
     if dedupe_key is not None:
         cur.execute(query("job_state_by_key"), {"key": dedupe_key})
     else:
         cur.execute(query("job_state"), {"id": job_id})
     row = cur.fetchone()
+    if row is None and dedupe_key is not None:
+        holder = dedupe_periods.holder(cur, dedupe_key)
+        return None if holder is None else job_state(cur, holder)
     if row is None:
         return None
     (id_, queue, handler, status, priority, attempts, max_attempts, worker, enqueued_at, run_at, started_at,

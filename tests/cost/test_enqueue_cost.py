@@ -33,6 +33,23 @@ def test_a_single_enqueue_is_one_statement(qdb: QueueDB) -> None:
     assert ids[5:10] == ids[:5] and len(set(ids)) == 5  # a taken key still answers with its job's id
 
 
+def test_a_period_key_is_taken_in_the_enqueues_transaction_and_a_held_one_costs_one_statement(qdb: QueueDB) -> None:
+    """A new job takes its key (one INSERT … ON DUPLICATE KEY UPDATE), is inserted, and names itself
+    the key's holder; a held key is that first statement alone, which changes nothing."""
+    with qdb.producer() as producer:
+        producer.enqueue("test.record")
+        before = session_counters(producer)
+        first = producer.enqueue("test.record", dedupe_key="k", dedupe_scope="10m")
+        middle = session_counters(producer)
+        assert producer.enqueue("test.record", dedupe_key="k", dedupe_scope="10m") == first
+        after = session_counters(producer)
+    assert middle["Questions"] - before["Questions"] == 5 + 1  # BEGIN, take, insert, hold, COMMIT; the SHOW
+    assert middle["Com_insert"] - before["Com_insert"] == 2
+    assert after["Questions"] - middle["Questions"] == 3 + 1  # BEGIN, take, COMMIT; the SHOW
+    assert after["Com_insert"] - middle["Com_insert"] == 1
+    assert after["Com_select"] == before["Com_select"]
+
+
 def test_a_bulk_enqueue_is_one_insert_per_chunk_in_one_transaction(qdb: QueueDB) -> None:
     jobs = [Job("test.record", {"i": i}) for i in range(2 * BULK_CHUNK + 1)]
     with qdb.producer() as producer:

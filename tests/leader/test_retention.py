@@ -160,6 +160,22 @@ def test_a_turn_that_runs_out_of_time_leaves_the_rest_to_the_next_turn_of_any_wo
     assert count(qdb) == 0
 
 
+def test_a_retention_turn_forgets_the_dedupe_keys_whose_period_ended(qdb: QueueDB) -> None:
+    with qdb.producer() as producer:
+        for n in range(25):
+            producer.enqueue("test.record", dedupe_key=f"old{n}", dedupe_scope="1h")
+        kept = producer.enqueue("test.record", dedupe_key="young", dedupe_scope="1h")
+    qdb.query("UPDATE mysqlq_dedupe_periods SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 MICROSECOND "
+              "WHERE dedupe_key LIKE 'old%'")
+    turn = retention(qdb, retention_batch=10)
+    assert turn.run() < 60  # a full batch of keys: more may be left, come back soon
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_dedupe_periods") == 16
+    while turn.run() < 60:
+        pass
+    assert qdb.query("SELECT dedupe_key, job_id FROM mysqlq_dedupe_periods") == [("young", kept)]
+    assert count(qdb) == 26  # the jobs are not retention's to delete: they are not old
+
+
 def test_retention_switched_off_keeps_everything(qdb: QueueDB) -> None:
     plant_history(qdb)
     retention(qdb, retain_done=0, retain_dead=None).run()

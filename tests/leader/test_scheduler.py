@@ -145,6 +145,26 @@ def test_schedulers_racing_each_other_enqueue_every_tick_once(qdb: QueueDB) -> N
     assert all(later - earlier == timedelta(seconds=1) for earlier, later in itertools.pairwise(found))
 
 
+def test_an_entry_whose_ticks_hold_their_key_for_a_period(qdb: QueueDB) -> None:
+    """Each tick's key is held for the entry's period, apart from its job: done, the job leaves the
+    live table at once, and another leader that enqueues the same tick still finds the key taken."""
+    [hourly_key] = parse('[digest]\nevery = "1m"\nhandler = "test.record"\ndedupe_scope = "1h"')
+    assert hourly_key.dedupe_scope == "1h"
+    sched = scheduler(qdb, hourly_key)
+    sched.turn(utc(2026, 11, 23, 10, 0, 30))
+    sched.turn(utc(2026, 11, 23, 10, 1, 0, 5000))
+    key = "mysqlq:schedule:digest:2026-11-23T10:01:00Z"
+    job_id = qdb.scalar("SELECT id FROM mysqlq_jobs")
+    assert qdb.query("SELECT dedupe_key, job_id FROM mysqlq_dedupe_periods") == [(key, job_id)]
+    assert qdb.scalar("SELECT dedupe_key FROM mysqlq_jobs") is None
+    assert qdb.worker("--burst").wait(timeout=60) == 0, qdb.logs()
+    assert qdb.query("SELECT id, status FROM mysqlq_jobs_history") == [(job_id, "done")]
+    qdb.query("UPDATE mysqlq_schedules SET next_tick = last_tick")  # a leader that has not seen the tick's advance
+    scheduler(qdb, hourly_key).turn(utc(2026, 11, 23, 10, 1, 10))
+    assert qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB}") == 1
+    assert qdb.query("SELECT last_job_id FROM mysqlq_schedules") == [(job_id,)]
+
+
 def write_schedule(qdb: QueueDB, text: str) -> Path:
     path = qdb.tmp / "schedule.toml"
     path.write_text(text)

@@ -120,12 +120,14 @@ def test_cli_and_jsonl_take_a_dedupe_scope(qdb: QueueDB) -> None:
     path.write_text(json.dumps({"handler": "test.record", "dedupe_scope": "weekly"}) + "\n")
     bad = qdb.cli("enqueue", "--file", str(path))
     assert bad.returncode == 1
-    assert bad.stderr.strip().splitlines() == [f"mysqlq: error: {path}: line 1: dedupe scope must be 'forever' "
-                                               "or 'active', got 'weekly'; nothing was enqueued"]
+    assert bad.stderr.strip().splitlines() == [f"mysqlq: error: {path}: line 1: dedupe scope must be 'forever', "
+                                               "'active' or a period ('10m', '1h', seconds or a timedelta, more "
+                                               "than 0 and at most 1e+09 s), got 'weekly'; nothing was enqueued"]
 
 
 def test_an_unknown_scope_is_refused_and_nothing_is_written(qdb: QueueDB) -> None:
-    with qdb.producer() as producer, pytest.raises(InvalidJob, match="dedupe scope must be 'forever' or 'active'"):
+    refused = pytest.raises(InvalidJob, match="dedupe scope must be 'forever', 'active' or a period")
+    with qdb.producer() as producer, refused:
         producer.enqueue("test.record", dedupe_key="k", dedupe_scope="until-done")
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 0
 

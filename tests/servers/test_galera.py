@@ -21,6 +21,7 @@ from mysqlq import Dsn, Job, Producer, Settings
 from mysqlq.store.db import connect
 
 from ..conftest import MYSQLQ, fresh_database, query_once, throwaway, unavailable
+from ..producer.test_dedupe_period import at_once
 
 pytestmark = [pytest.mark.slow, pytest.mark.mariadb_only]
 
@@ -198,3 +199,28 @@ def test_workflows_released_across_nodes(cluster: PrivateGalera, database: str, 
         tags = json.loads(str(scalar(dsn, f"SELECT CAST(result AS CHAR) FROM {EVERY_JOB} WHERE id = {chain[-1]}")))
         assert len(tags) == 4 and len({tag.rsplit(".", 1)[0] for tag in tags}) == 1
     assert all(proc.poll() is None for proc in workers.procs), "a worker exited"
+
+
+def test_a_period_key_enqueued_on_every_node_at_once_makes_one_job(cluster: PrivateGalera, database: str) -> None:
+    """Producers on all three nodes enqueue one key for a period at the same moment, round after
+    round: certification on the key's row lets one of them take it, the others' commits fail and are
+    retried, and find it held. Then the periods end, and the next round makes one new job per key."""
+    dsn = node_dsn(cluster, database, 1)
+    assert run(["migrate"], dsn).returncode == 0
+    producers = [Producer(Settings(dsn=Dsn.parse(node_dsn(cluster, database, node)), hint=False), pool_size=3)
+                 for node in (1, 2, 3)]
+    try:
+        def enqueue_everywhere(key: str) -> set[int]:
+            return set(at_once([lambda p=p: p.enqueue("test.record", dedupe_key=key, dedupe_scope="1h")
+                                for p in producers for _ in range(3)]))
+
+        first = {key: enqueue_everywhere(key) for key in (f"k{n}" for n in range(20))}
+        assert all(len(ids) == 1 for ids in first.values()), first
+        query_once(connect(Dsn.parse(dsn)), "UPDATE mysqlq_dedupe_periods "
+                   "SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 MICROSECOND")
+        second = {key: enqueue_everywhere(key) for key in first}
+        assert all(len(ids) == 1 and ids != first[key] for key, ids in second.items()), second
+    finally:
+        for producer in producers:
+            producer.close()
+    assert scalar(dsn, f"SELECT COUNT(*) FROM {EVERY_JOB}") == 2 * len(first)

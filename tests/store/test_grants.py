@@ -99,6 +99,10 @@ def test_a_producer_with_its_grants_enqueues_in_every_form(qdb: QueueDB, produce
         assert producer.enqueue_many([Job("test.record", {"n": n}, tags=["bulk"] if n == 0 else ())
                                       for n in range(5)]) == 5
         fair = producer.enqueue("test.record", fairness_key="tenant-1")  # its turn: mysqlq_fair_keys
+        period = producer.enqueue("test.record", dedupe_key="digest", dedupe_scope="10m")  # mysqlq_dedupe_periods
+        assert producer.enqueue("test.record", dedupe_key="digest", dedupe_scope="10m") == period
+        period_state = producer.job(dedupe_key="digest")
+        assert period_state is not None and period_state.id == period
         assert producer.enqueue_many([Job("test.record", fairness_key=f"tenant-{n}") for n in range(3)]) == 3
         with producer.transaction() as tx:
             in_tx = tx.enqueue("test.record", after=[later])
@@ -123,7 +127,7 @@ def test_a_producer_with_its_grants_enqueues_in_every_form(qdb: QueueDB, produce
                   check=True)
 
     ids = [first, later, keyed, after, *group.members, group.callback, *chain, in_tx, outbox, *from_async,
-           int(cli.stdout), fair]
+           int(cli.stdout), fair, period]
     statuses = dict(qdb.query(f"SELECT id, status FROM mysqlq_jobs WHERE id IN ({','.join(map(str, ids))})"))
     assert statuses == {**dict.fromkeys(ids, "ready"), later: "scheduled", after: "waiting", group.callback: "waiting",
                         chain[1]: "waiting", in_tx: "waiting"}
@@ -171,8 +175,11 @@ def no_denials(qdb: QueueDB) -> None:
 def test_workers_with_their_grants_run_every_path_and_the_reaper(qdb: QueueDB, tmp_path: Path) -> None:
     qdb.query("CREATE TABLE test_effects (job_id BIGINT NOT NULL, attempt INT NOT NULL, KEY (job_id))")
     schedule = tmp_path / "schedule.toml"
-    schedule.write_text('[tick]\nevery = "1s"\nhandler = "test.record"\nqueue = "ticks"\ntags = ["tick"]\n')
+    schedule.write_text('[tick]\nevery = "1s"\nhandler = "test.record"\nqueue = "ticks"\ntags = ["tick"]\n'
+                        'dedupe_scope = "1h"\n')
     old = plant(qdb, "done", 3, ended_ago=3 * HOUR)
+    qdb.query("INSERT INTO mysqlq_dedupe_periods VALUES ('expired', %s, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR)",
+              (old[0],))
     qdb.query("INSERT INTO mysqlq_job_tags (job_id, tag) VALUES (%s, 'old')", (old[0],))
     with granted(qdb, "producer", prefix="mq_prod") as producer_account, \
             granted(qdb, "worker", extra=("GRANT INSERT ON {db}.test_effects TO {user}",), prefix="mq_work") as account:
@@ -223,6 +230,8 @@ def test_workers_with_their_grants_run_every_path_and_the_reaper(qdb: QueueDB, t
                      what="a scheduled tick to run")
         qdb.wait_for(lambda: qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE id IN ({','.join(map(str, old))})")
                      == 0, what="retention to delete the old jobs")
+        qdb.wait_for(lambda: qdb.scalar("SELECT COUNT(*) FROM mysqlq_dedupe_periods WHERE dedupe_key = 'expired'")
+                     == 0, what="retention to delete the expired dedupe key")
         qdb.wait_for(lambda: status(qdb, cancelled)[0] == "cancelled", what="the running job to be cancelled")
         qdb.stop_workers()  # SIGTERM: each leaves the registry and hands leadership on
 
@@ -235,6 +244,7 @@ def test_workers_with_their_grants_run_every_path_and_the_reaper(qdb: QueueDB, t
     assert json.loads(qdb.scalar(f"SELECT result FROM {EVERY_JOB} WHERE id = %s", (echo,))) == {"answer": 42}
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_workers") == 0
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags WHERE tag = 'tick'") >= 1  # the schedule's tags
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_dedupe_periods WHERE dedupe_key LIKE 'mysqlq:schedule:tick:%'") >= 1
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags WHERE tag = 'old'") == 0  # deleted with their jobs
     no_denials(qdb)
 

@@ -242,7 +242,7 @@ def test_a_migration_stopped_while_it_moves_the_history_resumes_with_nothing_los
 
     conn = qdb.connect()
     with conn.cursor() as cur:
-        assert migrate(cur, qdb.name) == [17, 18, 19]
+        assert migrate(cur, qdb.name) == [17, 18, 19, 20]
     conn.close()
     assert snapshot(qdb, COLUMNS + ", result") == before
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history") == 20_700
@@ -275,7 +275,7 @@ def test_a_migration_to_the_in_place_claim_stopped_half_way_resumes_and_every_jo
     qdb.query(PRODUCER_15, ("default", '{"n": -1}'))
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE running_batch IS NULL") > 0  # the fill is half-way
     with conn.cursor() as cur:
-        assert migrate(cur, qdb.name) == [18, 19]
+        assert migrate(cur, qdb.name) == [18, 19, 20]
     conn.close()
     assert snapshot(qdb, COLUMNS)[:len(before)] == before
     assert states_agree(qdb) == 0
@@ -309,7 +309,7 @@ def test_a_migration_to_fair_queues_stopped_after_its_alter_resumes_and_schema_1
         cur.execute(alter)
     before = snapshot(qdb, COLUMNS)
     with conn.cursor() as cur:
-        assert migrate(cur, qdb.name) == [19]  # the ALTER finds its columns there: done
+        assert migrate(cur, qdb.name) == [19, 20]  # the ALTER finds its columns there: done
     assert snapshot(qdb, COLUMNS) == before
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE turn <> %s OR fairness_key IS NOT NULL",
                       (fairness.UNTURNED,)) == 0  # jobs of before: no key, no turn given
@@ -322,3 +322,33 @@ def test_a_migration_to_fair_queues_stopped_after_its_alter_resumes_and_schema_1
         cur.execute("COMMIT")
     conn.close()
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs_history WHERE batch_id = 4242") == 2
+
+
+# What a producer of schema 19 sends to enqueue a job with a dedupe key (the columns of insert_job).
+ENQUEUE_19 = ("INSERT INTO mysqlq_jobs (queue, handler, payload, status, priority, run_at, max_attempts, time_limit,"
+              " enqueued_at, dedupe_key, dedupe_scope, concurrency_key, tags, trace_context)"
+              " VALUES ('default', 'test.record', '{}', 'ready', 0, UTC_TIMESTAMP(6), 3, NULL, UTC_TIMESTAMP(6),"
+              " %s, 'forever', NULL, NULL, NULL) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)")
+
+
+def test_a_migration_to_dedupe_periods_stopped_before_its_record_resumes_and_schema_19_producers_go_on(
+        qdb: QueueDB) -> None:
+    at_version(qdb, 19)
+    conn = qdb.connect()
+    with conn.cursor() as cur:
+        cur.execute(ENQUEUE_19, ("before",))
+        (create,), = [statements for number, statements in migrations() if number == 20]
+        cur.execute(create)  # stopped right after the table was made, before the version's record
+        cur.execute(ENQUEUE_19, ("during",))
+        assert migrate(cur, qdb.name) == [20]  # the table is there already: done
+        cur.execute(ENQUEUE_19, ("after",))
+        before = cur.lastrowid
+        cur.execute(ENQUEUE_19, ("before",))  # a key of schema 19 is still the job's own
+        assert cur.lastrowid == qdb.scalar("SELECT id FROM mysqlq_jobs WHERE dedupe_key = 'before'") != before
+    conn.close()
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 3
+    with qdb.producer() as producer:  # and the new version holds a key for a period beside them
+        period = producer.enqueue("test.record", dedupe_key="before", dedupe_scope="1h")
+        assert producer.enqueue("test.record", dedupe_key="before", dedupe_scope="1h") == period
+    assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 4
+    assert latest_version() == 20

@@ -74,6 +74,14 @@ def test_a_tick_job_carries_the_entry_fields_and_a_key_per_entry_and_tick() -> N
     assert job.dedupe_scope == "forever"
 
 
+@pytest.mark.parametrize(("value", "scope"), [('"1h"', "1h"), ("600", 600), ("1.5", 1.5), ('"active"', "active")])
+def test_an_entry_may_hold_its_ticks_keys_for_a_period(value: str, scope: object) -> None:
+    [entry] = parse(f'[digest]\nevery = "1m"\nhandler = "h"\ndedupe_scope = {value}')
+    assert entry.dedupe_scope == scope
+    job = entry.job(utc(2026, 11, 24, 2))
+    assert (job.dedupe_key, job.dedupe_scope) == ("mysqlq:schedule:digest:2026-11-24T02:00:00Z", scope)
+
+
 BAD = [
     ('[a]\ncron = "61 * * * *"\nhandler = "h"', "entry 'a', field 'cron': '61 * * * *' is not a cron expression: "
      "bad minute"),
@@ -105,6 +113,10 @@ BAD = [
      "string"),
     ('[a]\ncron = "0 3 * * *"\nhandler = "h"\nconcurrency_key = ""', "entry 'a', field 'concurrency_key': "
      "concurrency key must be"),
+    ('[a]\ncron = "0 3 * * *"\nhandler = "h"\ndedupe_scope = "0s"', "entry 'a', field 'dedupe_scope': dedupe scope "
+     "must be 'forever', 'active' or a period ('10m', '1h', seconds or a timedelta, more than 0"),
+    ('[a]\ncron = "0 3 * * *"\nhandler = "h"\ndedupe_scope = "sometimes"', "entry 'a', field 'dedupe_scope': "
+     "dedupe scope must be 'forever', 'active' or a period"),
     ('a = 1', "entry 'a': must be a table"),
     ('["a b "]\ncron = "0 3 * * *"\nhandler = "h"', "entry 'a b ': entry name 'a b ' has whitespace at its ends"),
     ('[a\ncron = "0 3 * * *"', "not valid TOML: "),

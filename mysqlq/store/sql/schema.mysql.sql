@@ -14,6 +14,14 @@ CREATE TABLE `mysqlq_blocked_jobs` (
   PRIMARY KEY (`concurrency_key`,`job_id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+CREATE TABLE `mysqlq_dedupe_periods` (
+  `dedupe_key` varchar(191) COLLATE utf8mb4_bin NOT NULL,
+  `job_id` bigint unsigned NOT NULL DEFAULT '0',
+  `expires_at` datetime(6) NOT NULL,
+  PRIMARY KEY (`dedupe_key`),
+  KEY `mysqlq_dedupe_periods_expiry` (`expires_at`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 CREATE TABLE `mysqlq_dependencies` (
   `parent_id` bigint unsigned NOT NULL,
   `child_id` bigint unsigned NOT NULL,
