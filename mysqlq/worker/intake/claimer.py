@@ -16,6 +16,7 @@ from mysqlq.store import claims
 from mysqlq.store.db import Connection, Cursor, Database
 from mysqlq.worker.intake.concurrency_admission import Limits, keyed
 from mysqlq.worker.intake.rate_admission import Rates
+from mysqlq.worker.settling.encryption import open_payloads
 
 
 def new_batch_id() -> int:
@@ -105,6 +106,8 @@ class Claimer:
             jobs = self.db.run(lambda cur: claims.fetch_batch(cur, batch_id))
         if not jobs:
             return Claim(batch_id, [], False, claimed_at)
+        if settings.keys is not None:
+            jobs = open_payloads(jobs, settings.keys)  # what reads them next sees plain JSON
         claimed_count = len(jobs)
         jobs = self.rates.admit(batch_id, jobs)  # those over a rate limit wait for their turn
         set_aside = len(jobs) < claimed_count
