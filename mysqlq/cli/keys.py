@@ -22,7 +22,7 @@ def keys() -> None:
 
 
 @keys.command(name="generate")
-@click.option("--id", "key_id", default=None, metavar="ID",
+@click.option("--id", "key_id", envvar="MYSQLQ_KEYS_ID", show_envvar=True, default=None, metavar="ID",
               help="The new key's id (letters, digits, '_', '.', '-'; at most 32). Default: the time, "
               "k20261129T155302.")
 def generate_command(key_id: str | None) -> None:
@@ -32,7 +32,8 @@ def generate_command(key_id: str | None) -> None:
 
 
 @keys.command(name="rotate")
-@click.option("--batch", type=click.IntRange(1, 10_000), default=200, help="Jobs per transaction.")
+@click.option("--batch", envvar="MYSQLQ_KEYS_BATCH", show_envvar=True, type=click.IntRange(1, 10_000), default=200,
+              help="Jobs per transaction.")
 @click.pass_context
 def rotate_command(ctx: click.Context, batch: int) -> None:
     """Re-encrypt the jobs not started yet (and dead ones, which `mysqlq retry` brings back) with the
