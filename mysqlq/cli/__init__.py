@@ -12,8 +12,10 @@ import MySQLdb
 from click.core import ParameterSource
 
 from mysqlq.core.config import DEFAULT_DSN, Dsn, Settings, resolve_dsn
+from mysqlq.core.encryption import Keyring
 from mysqlq.core.envfile import EnvFiles
 from mysqlq.core.errors import ConfigError, MysqlqError
+from mysqlq.core.keyfile import resolve_keys
 from mysqlq.core.logs import FORMATS, configure, fatal
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "show_default": True}
@@ -60,6 +62,10 @@ def global_options() -> list[click.Parameter]:
                      expose_value=False, callback=_remember, metavar="PATH",
                      help="Read the database password from this file, for a DSN without one (no URL-encoding; "
                      "under systemd, the credential mysqlq.password)."),
+        click.Option(["--encryption-keys-file"], envvar="MYSQLQ_ENCRYPTION_KEYS_FILE", show_envvar=True, default=None,
+                     expose_value=False, callback=_remember, metavar="PATH",
+                     help="Encrypt payloads, results and errors with the keys in this file ('<key id> <base64 key>' "
+                     "lines, the last one newest; under systemd, the credential mysqlq.keys)."),
         click.Option(["--log-format"], envvar="MYSQLQ_LOG_FORMAT", show_envvar=True, type=click.Choice(FORMATS),
                      default="auto", expose_value=False, callback=_remember,
                      help="auto: the journal under systemd, console lines otherwise."),
@@ -105,9 +111,9 @@ class Command(click.Command):
 # table to what the modules register.
 COMMAND_MODULES = {
     "cancel": "ops", "check": "setup", "enqueue": "produce", "fairness": "fairness", "handlers": "run",
-    "history": "history", "install-systemd": "deploy", "jobs": "ops", "limits": "limits", "migrate": "setup",
-    "pause": "ops", "purge": "ops", "resume": "ops", "retry": "ops", "schedule": "schedule", "stats": "stats",
-    "web": "web", "worker": "run", "workers": "run",
+    "history": "history", "install-systemd": "deploy", "jobs": "ops", "keys": "keys", "limits": "limits",
+    "migrate": "setup", "pause": "ops", "purge": "ops", "resume": "ops", "retry": "ops", "schedule": "schedule",
+    "stats": "stats", "web": "web", "worker": "run", "workers": "run",
 }
 
 
@@ -176,6 +182,13 @@ def database(ctx: click.Context) -> Dsn:
                                typed={name for name in names if global_typed(ctx, name)})
 
 
+def encryption_keys(ctx: click.Context) -> Keyring | None:
+    """The encryption keys of this invocation: --encryption-keys-file or the credential mysqlq.keys
+    (mysqlq.core.keyfile); None when neither is given."""
+    return resolve_keys(global_value(ctx, "encryption_keys_file", given=True),
+                        typed=global_typed(ctx, "encryption_keys_file"))
+
+
 def parse_limit(value: str) -> int:
     """A --limit as typed (a whole number from 1 to 100,000); ConfigError, one line, for anything else."""
     text = value.strip()
@@ -187,5 +200,5 @@ def parse_limit(value: str) -> int:
 def settings(ctx: click.Context, **values: Any) -> Settings:
     """Settings from the global DSN and a command's options (None means: keep the default)."""
     given = {key: value for key, value in values.items() if value is not None}
-    return Settings(dsn=database(ctx), **given)
+    return Settings(dsn=database(ctx), keys=encryption_keys(ctx), **given)
 

@@ -16,6 +16,7 @@ from mysqlq import hint
 from mysqlq.cli import main, parse_limit, settings
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.durations import format_duration, parse_duration
+from mysqlq.core.encryption import readable
 from mysqlq.core.errors import ConfigError, MysqlqError, NotFound
 from mysqlq.core.jobs import CANCELLABLE, ENDED, STATUSES, Status, any_of, check_tags
 from mysqlq.leader.retention import Purge
@@ -88,10 +89,11 @@ def _iso(value: object) -> object:
     return value
 
 
-def _payload(raw: bytes | None) -> Any:
-    """The stored payload: its JSON value, or the raw text when it is not valid JSON."""
-    if raw is None:
-        return None
+def _payload(raw: bytes | str | None) -> Any:
+    """The stored payload: its JSON value, or the raw text when it is not valid JSON (or what an
+    encrypted one this command cannot open shows, mysqlq.core.encryption.readable)."""
+    if raw is None or isinstance(raw, str):
+        return raw
     text = raw.decode("utf-8", errors="replace")
     try:
         return json.loads(text)
@@ -154,7 +156,7 @@ def list_command(ctx: click.Context, queue: str | None, status: str | None, hand
     unit = partial(store.list_jobs, queue=parse_queue(queue), status=parse_status(status), handler=handler,
                    limit=parse_limit(limit), tag=parse_tag(tag))
     _, db = _database(ctx)
-    rows = db.run(unit)
+    rows = [readable(row, None) for row in db.run(unit)]  # an encrypted error's first line shows as such
     if tag is not None:
         if (queue, status, handler) != (None, None, None) and len(rows) < parse_limit(limit):
             click.echo(f"note: --tag with another filter looks through the newest {store.HISTORY_WINDOW:,} jobs "
@@ -188,11 +190,12 @@ def show_command(ctx: click.Context, job_id: str | None, as_json: bool) -> None:
     if job_id is None:
         raise ConfigError("give the id of the job to show")
     (wanted,) = parse_ids([job_id])
-    _, db = _database(ctx)
+    cfg, db = _database(ctx)
     row = db.run(lambda cur: store.get_job(cur, wanted))
     if row is None:
         raise NotFound(f"no job with id {wanted}")
     parents, dependents = db.run(lambda cur: store.links(cur, wanted, SHOW_LINKS))
+    row = readable(row, cfg.keys)  # decrypted with the keys given, else "(encrypted with key k1)"
     payload, result = _payload(row.pop("payload")), _payload(row.pop("result"))
     if as_json:
         click.echo(json.dumps({**{key: _iso(value) for key, value in row.items()}, "payload": payload,

@@ -12,7 +12,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from mysqlq.core import optionfile, secrets
 from mysqlq.core.addresses import join_host_port, parse_bind, port_number, split_host_port
+from mysqlq.core.encryption import Keyring
 from mysqlq.core.errors import ConfigError, MysqlqError
+from mysqlq.core.keyfile import keys_from_environment
 from mysqlq.core.tls import DEFAULT as DEFAULT_SSL_MODE
 from mysqlq.core.tls import VERIFYING, SslMode, parse_mode
 
@@ -351,6 +353,9 @@ class Settings:
     schedule: str | None = None  # a TOML file of recurring jobs (mysqlq.leader.schedule_file), run by the reaper leader
     burst: bool = False
     metrics_listen: str | None = None  # [host:]port where the worker serves its Prometheus metrics; None: off
+    # The keys that encrypt payloads, results and errors at rest (mysqlq.core.encryption); None: none, nothing
+    # is encrypted. By default from MYSQLQ_ENCRYPTION_KEYS_FILE or the credential mysqlq.keys, as the DSN.
+    keys: Keyring | None = field(default_factory=lambda: keys_from_environment(), repr=False)
 
     def replace(self, **changes: object) -> Settings:
         """A copy with some settings changed (validated again)."""

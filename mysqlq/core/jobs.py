@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -13,6 +14,7 @@ from typing import Any, NamedTuple, TypedDict
 
 from mysqlq.core.config import Settings, check_name
 from mysqlq.core.durations import parse_duration
+from mysqlq.core.encryption import EncryptedValue, Keyring, key_id_of, missing_key, open_error_text, open_json
 from mysqlq.core.errors import ConfigError, InvalidJob, ResultNotStored
 from mysqlq.core.tracing import current_trace_context
 
@@ -150,6 +152,8 @@ def job_row(settings: Settings, handler: str, payload: object, queue: str, delay
     check_name("handler", handler, InvalidJob)
     check_name("queue", queue, InvalidJob)
     encoded = encode_payload(payload, settings.max_payload_bytes)
+    if settings.keys is not None:  # sealed, bound to its queue and handler (mysqlq.core.encryption)
+        encoded = settings.keys.seal_payload(encoded, queue, handler)
     check_delay(delay)
     if delay and run_at is not None:
         raise InvalidJob("give either delay or run_at, not both")
@@ -389,13 +393,28 @@ class JobState:
 
     @property
     def payload(self) -> Any:
-        """The job's payload, decoded."""
-        return loads_strict(self.payload_json)
+        """The job's payload, decoded (EncryptedValue when it is encrypted with a key not configured here)."""
+        return loads_strict(plain(self.payload_json, "payload"))
 
     @property
     def result(self) -> Any:
         """The handler's return value (None when it returned nothing, or has not finished)."""
-        return None if self.result_json is None else loads_strict(self.result_json)
+        return None if self.result_json is None else loads_strict(plain(self.result_json, "result"))
+
+
+def opened(state: JobState, keys: Keyring | None) -> JobState:
+    """``state`` as a reader holding ``keys`` sees it: its payload, result and error decrypted where
+    they are encrypted and the keys open them. A payload or result they cannot open stays as stored
+    (reading it raises EncryptedValue); an error becomes ``(encrypted with key k1)``."""
+    sealed = [value for value in (state.payload_json, state.result_json, state.error) if key_id_of(value)]
+    if not sealed:
+        return state
+    payload = open_json(state.payload_json, keys, "payload", state.id, state.queue, state.handler)
+    result = open_json(state.result_json, keys, "result", state.id, state.queue, state.handler)
+    return dataclasses.replace(
+        state, payload_json=payload if isinstance(payload, bytes) else state.payload_json,
+        result_json=result if isinstance(result, bytes) or result is None else state.result_json,
+        error=open_error_text(state.error, state.id, keys))
 
 
 @dataclass(frozen=True)
@@ -409,7 +428,16 @@ class Parent:
 
     @property
     def result(self) -> Any:
-        return None if self.result_json is None else loads_strict(self.result_json)
+        return None if self.result_json is None else loads_strict(plain(self.result_json, "result"))
+
+
+def plain(stored: bytes, what: str) -> bytes:
+    """``stored`` when it is not encrypted (a reader with the keys was given it opened already);
+    else EncryptedValue naming the key it needs."""
+    key_id = key_id_of(stored)
+    if key_id is not None:
+        raise EncryptedValue(missing_key(what, key_id), key_id)
+    return stored
 
 
 class ClaimedJob(NamedTuple):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, Unpack
 from mysqlq import hint
 from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
-from mysqlq.core.jobs import DEDUPE_SCOPES, DedupeScope, EnqueueOptions, Job, JobState, job_row
+from mysqlq.core.jobs import DEDUPE_SCOPES, DedupeScope, EnqueueOptions, Job, JobState, job_row, opened
 from mysqlq.producer import workflows
 from mysqlq.producer.offload import Offload
 from mysqlq.producer.outbox import Transaction
@@ -229,7 +229,8 @@ class Producer:
         if (job_id is None) == (dedupe_key is None):
             raise InvalidJob("give a job id or a dedupe key, not both")
         with self.pool.database() as db:
-            return db.run(lambda cur: store.job_state(cur, job_id, dedupe_key))
+            state = db.run(lambda cur: store.job_state(cur, job_id, dedupe_key))
+        return None if state is None else opened(state, self.settings.keys)
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:

@@ -29,6 +29,7 @@ def create_app(web: WebSettings) -> Flask:
     app.register_error_handler(HTTPException, error_page)
     views.register(app)
     app.jinja_env.globals.update(csrf_field=CSRF_FIELD, age=formats.age, utc=formats.utc, cancellable=CANCELLABLE)
+    app.jinja_env.filters["error_line"] = formats.error_line
     return app
 
 

@@ -151,3 +151,25 @@ def test_big_payloads_in_bulk_stay_under_the_servers_packet_limit(qdb: QueueDB) 
         after = session_counters(producer)
     assert after["Com_insert"] - before["Com_insert"] >= count * len(big) // BULK_BYTES
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs WHERE LENGTH(payload) > %s", (len(big),)) == count
+
+
+def test_without_keys_the_payload_is_stored_as_json_and_keys_add_no_statement(qdb: QueueDB) -> None:
+    """Encryption at rest (docs/security.md) costs no statement: with keys or without, an enqueue is one
+    INSERT and a bulk one an INSERT per chunk; without keys the payload's bytes are its JSON, as ever."""
+    from mysqlq.core.encryption import Keyring
+
+    stored = {}
+    for keys in (None, Keyring([("k1", bytes(range(32)))])):
+        qdb.query("DELETE FROM mysqlq_jobs")
+        with qdb.producer(keys=keys) as producer:
+            producer.enqueue("test.record")
+            before = session_counters(producer)
+            for n in range(10):
+                producer.enqueue("test.record", {"n": n, "text": "ünï ✓"}, dedupe_key=f"k{n}")
+            assert producer.enqueue_many([Job("test.record", {"i": i}) for i in range(5)]) == 5
+            after = session_counters(producer)
+        assert after["Questions"] - before["Questions"] == 10 + 3 + 1  # the bulk's INSERT, BEGIN, COMMIT; the SHOW
+        assert after["Com_insert"] - before["Com_insert"] == 11 and after["Com_select"] == before["Com_select"]
+        stored[keys is not None] = bytes(qdb.scalar("SELECT payload FROM mysqlq_jobs WHERE dedupe_key = 'k0'"))
+    assert stored[False] == '{"n":0,"text":"ünï ✓"}'.encode()
+    assert stored[True].startswith(b"mysqlq-enc:1:k1:")

@@ -318,6 +318,13 @@ def test_operators_with_the_dashboards_grants_and_purges_run_the_commands(qdb: Q
                      ["limits", "set", "--handler", "test.record", "10/s"], ["limits", "lift", "--queue", "default"],
                      ["limits", "reset", "--handler", "test.record"]):
             qdb.cli(*args, env=env, check=True)
+        [waiting] = plant(qdb, "scheduled")
+        keys = qdb.tmp / "keys"
+        keys.write_text(qdb.cli("keys", "generate", check=True).stdout)
+        keys.chmod(0o600)
+        rotated = qdb.cli("keys", "rotate", env={**env, "MYSQLQ_ENCRYPTION_KEYS_FILE": str(keys)}, check=True)
+        assert rotated.stdout.startswith("re-encrypted 2 job(s)")  # the retried dead job and the scheduled one
+        assert bytes(qdb.scalar("SELECT payload FROM mysqlq_jobs WHERE id = %s", (waiting,))).startswith(b"mysqlq-enc:")
     assert [status(qdb, dead)[0], status(qdb, ready)[0]] == ["ready", "cancelled"]
     assert qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE id IN ({old[0]}, {old[1]})") == 0
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_job_tags") == 0  # purged with their jobs

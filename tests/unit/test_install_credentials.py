@@ -29,7 +29,7 @@ def test_the_units_load_the_secrets_from_the_credential_store(tmp_path: Path) ->
     result = install(tmp_path)
     assert result.returncode == 0, result.stderr
     units = tmp_path / "etc/systemd/system"
-    assert loaded(units / "worker@.service") == [f"LoadCredential={name}" for name in CREDENTIALS]
+    assert loaded(units / "worker@.service") == [f"LoadCredential={name}" for name in (*CREDENTIALS, "mysqlq.keys")]
     assert loaded(units / "mysqlq-web.service") == [
         f"LoadCredential={name}" for name in (*CREDENTIALS, "mysqlq.web-token")]
     store = tmp_path / "etc/credstore"
@@ -48,7 +48,8 @@ def test_encrypted_credentials_and_a_store_of_their_own(tmp_path: Path) -> None:
     result = install(tmp_path, "--credentials", "encrypted")
     assert result.returncode == 0, result.stderr
     units = tmp_path / "etc/systemd/system"
-    assert loaded(units / "worker@.service") == [f"LoadCredentialEncrypted={name}" for name in CREDENTIALS]
+    assert loaded(units / "worker@.service") == [
+        f"LoadCredentialEncrypted={name}" for name in (*CREDENTIALS, "mysqlq.keys")]
     assert loaded(units / "mysqlq-web.service")[-1] == "LoadCredentialEncrypted=mysqlq.web-token"
     assert stat.S_IMODE((tmp_path / "etc/credstore.encrypted").stat().st_mode) == 0o700
     assert "systemd-creds encrypt --name=mysqlq.dsn - /etc/credstore.encrypted/mysqlq.dsn" in result.stdout

@@ -9,6 +9,7 @@ from typing import Any
 from flask import render_template, request, url_for
 from werkzeug.exceptions import NotFound
 
+from mysqlq.core.encryption import readable
 from mysqlq.core.jobs import STATUSES
 from mysqlq.store import ops as ops_store
 from mysqlq.store import schedules as schedules_store
@@ -87,6 +88,7 @@ def job(job_id: int) -> str:
     row = current().run(lambda cur: ops_store.get_job(cur, job_id))
     if row is None:
         raise NotFound(f"no job with id {job_id}")
+    row = readable(row, current().web.settings.keys)  # decrypted with the keys given, else "(encrypted with key k1)"
     result = row.pop("result")
     parents, dependents = current().run(lambda cur: ops_store.links(cur, job_id, LINKS_LIMIT))
     return render_template("job.html", job=row, payload=_pretty(row.pop("payload")),

@@ -18,6 +18,7 @@ from mysqlq.store.db import Connection, Cursor, Database
 from mysqlq.worker.intake.concurrency_admission import Limits, keyed
 from mysqlq.worker.intake.fair_turns import FairTurns
 from mysqlq.worker.intake.rate_admission import Rates
+from mysqlq.worker.settling.encryption import open_payloads
 
 
 def new_batch_id() -> int:
@@ -115,6 +116,8 @@ class Claimer:
         if not jobs:
             return Claim(batch_id, [], False, claimed_at)
         self.fair_turns.saw(jobs)
+        if settings.keys is not None:
+            jobs = open_payloads(jobs, settings.keys)  # what reads them next sees plain JSON
         claimed_count = len(jobs)
         jobs = self.rates.admit(batch_id, jobs)  # those over a rate limit wait for their turn
         set_aside = len(jobs) < claimed_count

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mysqlq.core import logs
 from mysqlq.core.config import Settings
+from mysqlq.core.encryption import Keyring
 from mysqlq.core.errors import (
     DatabaseUnavailable,
     HandlerLoadError,
@@ -31,6 +32,7 @@ from mysqlq.worker.running.context import JobContext, WorkerShared
 from mysqlq.worker.running.job_spans import JobSpans, start
 from mysqlq.worker.running.parents import ParentsReader
 from mysqlq.worker.running.progress import LatestProgress
+from mysqlq.worker.settling.encryption import refusal, sealed_result
 from mysqlq.worker.settling.outcomes import DoneIn, Outcome
 from mysqlq.worker.settling.runs import Runs
 
@@ -99,8 +101,13 @@ class MainThreadTimeLimit:
         raise JobTimeout()
 
 
-def undecodable(exc: Exception, started: float) -> Outcome:
-    """Bad bytes stay bad: no attempt can succeed, so the job is dead at once."""
+def undecodable(job: ClaimedJob, exc: Exception, started: float, keys: Keyring | None) -> Outcome:
+    """Bad bytes stay bad: no attempt can succeed, so the job is dead at once. An encrypted payload
+    that this worker could not open is not run either, but retried as usual: a worker that has its key
+    may take it (mysqlq.worker.settling.encryption)."""
+    refused = refusal(job, keys)
+    if refused is not None:
+        return Outcome("failed", time.monotonic() - started, refused, plain_error=True)
     return Outcome("dead", time.monotonic() - started, f"payload is not valid JSON: {exc}")
 
 
@@ -199,7 +206,7 @@ class Runner:
         try:
             payload = decode_payload(job.payload)
         except (ValueError, UnicodeDecodeError) as exc:
-            return undecodable(exc, started)
+            return undecodable(job, exc, started, self.settings.keys)
         spec = self.specs.get(job.handler)
         if spec is None:
             try:
@@ -229,7 +236,7 @@ class Runner:
         try:
             payload = loads_strict(job.payload)  # decode_payload(), one call fewer
         except (ValueError, UnicodeDecodeError) as exc:
-            return undecodable(exc, started)
+            return undecodable(job, exc, started, self.settings.keys)
         ctx = JobContext(job, self.shared)
         self.cancels.running_here(job.id, ctx)
         return self._plain(spec.func, payload, ctx, self.limit(job, spec), started, True)
@@ -311,7 +318,8 @@ class Runner:
 
     def _complete(self, conn: Connection, batch_id: int, prepared: Prepared, value: Any) -> set[str]:
         """Inside a transactional handler's transaction, after it returned ``value``: the fenced completion."""
-        return complete(conn, batch_id, prepared, self._result(value), self.runs.of(prepared.job.id),
+        result = sealed_result(self._result(value), prepared.job.id, self.settings.keys)
+        return complete(conn, batch_id, prepared, result, self.runs.of(prepared.job.id),
                         prepared.job.queue in self.discard_done)
 
     def _result(self, value: Any) -> bytes | None:

@@ -13,6 +13,7 @@ from mysqlq.core.config import Settings
 from mysqlq.core.jobs import ClaimedJob
 from mysqlq.store import claims
 from mysqlq.store.db import Database
+from mysqlq.worker.settling.encryption import sealed_error
 from mysqlq.worker.settling.runs import Runs
 
 MAX_ERROR_CHARS = 60_000
@@ -38,6 +39,7 @@ class Outcome:
     result: bytes | None = None  # what a done job's handler returned, as JSON (None: nothing)
     woken: set[str] | None = None  # a transactional completion's: queues of the dependents it made ready
     delay: float = 0.0  # a snoozed job's: seconds until it runs again
+    plain_error: bool = False  # the error is mysqlq's own words, holding nothing of the job's: never encrypted
 
 
 # A job done with nothing to store, the common case, is kept as the seconds it took alone: no
@@ -111,10 +113,12 @@ class OutcomeBuffer:
         if self.due_at == math.inf:  # the first pending one: written within the flush interval
             self.due_at = time.monotonic() + self.settings.flush_interval
         if outcome.kind == "done":
+            keys = self.settings.keys
             if outcome.result is None:
                 self._add_done(job)
             else:
-                self.with_result.append((job.id, outcome.result, job.queue in self.discard))
+                result = outcome.result if keys is None else keys.seal_result(outcome.result, job.id)
+                self.with_result.append((job.id, result, job.queue in self.discard))
         else:
             self.failed.append((job, outcome))
 
@@ -175,6 +179,8 @@ class OutcomeBuffer:
                     f"SnoozedTooOften: snoozed {job.snoozes} times, the most a job may be (--max-snoozes); "
                     f"its last run asked for {outcome.delay:g} s more")
             error = (outcome.error or "")[-MAX_ERROR_CHARS:]
+            if not outcome.plain_error:  # encrypted, bound to its job, when the worker has keys
+                error = sealed_error(error, job.id, self.settings.keys)
             if outcome.kind == "failed" and job.attempt < job.max_attempts:
                 delay = backoff(job.attempt, self.settings)
                 self._note_retry(delay)
