@@ -245,5 +245,4 @@ def test_keyed_producers_on_two_nodes_and_jobs_without_a_key_run_once(cluster: P
     assert len(runs) == len(set(runs)) == total  # each job once
     # One row per key, the shared one too, whichever node enqueued its jobs.
     assert int(str(scalar(dsn, "SELECT COUNT(*) FROM mysqlq_fair_keys WHERE fairness_key <> ''"))) == 5
-    print("KEYLESS ROW", scalar(dsn, "SELECT last_turn FROM mysqlq_fair_keys WHERE fairness_key = ''"))
     assert all(proc.poll() is None for proc in workers.procs), "a worker exited"
