@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 
@@ -224,3 +225,53 @@ def test_a_period_key_enqueued_on_every_node_at_once_makes_one_job(cluster: Priv
         for producer in producers:
             producer.close()
     assert scalar(dsn, f"SELECT COUNT(*) FROM {EVERY_JOB}") == 2 * len(first)
+
+
+def test_keyed_producers_on_two_nodes_and_jobs_without_a_key_run_once(cluster: PrivateGalera, database: str,
+                                                                      workers: Workers, tmp_path: pathlib.Path) -> None:
+    """Fair queues on the cluster: while workers on all three nodes drain jobs without a key, producers
+    on nodes 1 and 2 enqueue keyed jobs at once, each its own keys and one key both use (its row
+    written from both nodes: certification conflicts, retried). The workers give the jobs without a
+    key turns (their row written from every node). Every job runs, none is lost."""
+    dsn = node_dsn(cluster, database, 1)
+    assert run(["migrate"], dsn).returncode == 0
+    plain = 600
+    with Producer(Settings(dsn=Dsn.parse(dsn), hint=False)) as producer:
+        producer.enqueue_many([Job("test.record", {"sleep": 0.005}) for _ in range(plain)])
+    for node in (1, 2, 3):
+        workers.start(node, "--batch-size", "20")
+    errors: list[BaseException] = []
+
+    def produce(node: int, keys: tuple[str, ...]) -> None:
+        try:
+            with Producer(Settings(dsn=Dsn.parse(node_dsn(cluster, database, node)), hint=False)) as producer:
+                for n in range(60):
+                    for key in keys:
+                        producer.enqueue("test.record", {"sleep": 0.005, "n": n}, fairness_key=key)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=produce, args=(1, ("a1", "a2", "shared"))),
+               threading.Thread(target=produce, args=(2, ("b1", "b2", "shared")))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=240)
+    assert errors == []
+    total = plain + 2 * 60 * 3
+    conn = connect(Dsn.parse(dsn))
+    try:
+        wait_done(conn.cursor(), total, timeout=240, interval=0.5)
+    finally:
+        conn.close()
+    assert scalar(dsn, "SELECT COUNT(*) FROM mysqlq_jobs WHERE status <> 'done'") == 0
+    assert scalar(dsn, f"SELECT COUNT(*) FROM {EVERY_JOB}") == total
+    lines = (tmp_path / "record.txt").read_text().split("\n")
+    runs = [line.split()[0] for line in lines if line.strip() and line.split()[2] == "default"]
+    assert len(set(runs)) == total  # every job ran
+    # A plain job runs again only when the reaper gave back a claim whose lease lapsed.
+    if len(runs) > total:
+        assert "reaper.reaped" in workers.logs(), "a job ran twice with no claim given back"
+    # One row per key, the shared one too, whichever node enqueued its jobs.
+    assert int(str(scalar(dsn, "SELECT COUNT(*) FROM mysqlq_fair_keys WHERE fairness_key <> ''"))) == 5
+    assert all(proc.poll() is None for proc in workers.procs), "a worker exited"
