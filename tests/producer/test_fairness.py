@@ -190,21 +190,28 @@ def test_late_keys_start_before_a_big_keys_backlog_on_four_workers(qdb: QueueDB)
     draining on four workers with their default slots; once 300 are done, five other keys enqueue
     10 jobs each, one at a time. The big key starts few jobs between the first late enqueue and the
     last late start (in id order it would start nearly all of its remaining 2,700 first)."""
-    big, per_key, keys = 3000, 10, ["k0", "k1", "k2", "k3", "k4"]
+    between, remaining = late_after_backlog(qdb, "big", ["k0", "k1", "k2", "k3", "k4"] * 10)
+    assert remaining > 1500  # the big key still had most of its backlog when the late keys came
+    assert between < 400, (between, remaining)
+
+
+def late_after_backlog(qdb: QueueDB, big_key: str | None, late_keys: list[str | None]) -> tuple[int, int]:
+    """3,000 jobs of ``big_key``, each sleeping 20 ms, drain on four workers with their default
+    slots; once 300 are done, one job of each of ``late_keys`` (None: without a key) is enqueued, one
+    at a time. Then :func:`started_between` of the backlog, once every job is done."""
+    big = 3000
     with qdb.producer() as producer:
-        producer.enqueue_many([Job("test.sleep", {"seconds": 0.02}, fairness_key="big") for _ in range(big)])
+        producer.enqueue_many([Job("test.sleep", {"seconds": 0.02}, fairness_key=big_key) for _ in range(big)])
         last_big = int(qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs"))
         for _ in range(4):
             qdb.worker()
         qdb.wait_for(lambda: int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE status = 'done'")) >= 300,
                      what="300 jobs done")
-        late = [producer.enqueue("test.sleep", {"seconds": 0.02}, fairness_key=key)
-                for _ in range(per_key) for key in keys]
-    qdb.wait_done(big + len(late), timeout=180)
+        for key in late_keys:
+            producer.enqueue("test.sleep", {"seconds": 0.02}, fairness_key=key)
+    qdb.wait_done(big + len(late_keys), timeout=180)
     qdb.stop_workers()
-    between, remaining = started_between(qdb, last_big)
-    assert remaining > 1500  # the big key still had most of its backlog when the late keys came
-    assert between < 400, (between, remaining)
+    return started_between(qdb, last_big)
 
 
 def started_between(qdb: QueueDB, last_big: int) -> tuple[int, int]:
@@ -293,18 +300,7 @@ def test_jobs_without_a_key_are_not_held_back_by_a_big_key_on_four_workers(qdb: 
     """The big key's 3,000 jobs drain on four workers with default slots; once 300 are done, 50 jobs
     without a key are enqueued one at a time: they start within the big key's next few turns (with
     no turn given they would wait for its whole backlog), and nothing is lost."""
-    big = 3000
-    with qdb.producer() as producer:
-        producer.enqueue_many([Job("test.sleep", {"seconds": 0.02}, fairness_key="big") for _ in range(big)])
-        last_big = int(qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs"))
-        for _ in range(4):
-            qdb.worker()
-        qdb.wait_for(lambda: int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE status = 'done'")) >= 300,
-                     what="300 jobs done")
-        late = [producer.enqueue("test.sleep", {"seconds": 0.02}) for _ in range(50)]
-    qdb.wait_done(big + len(late), timeout=180)
-    qdb.stop_workers()
-    between, remaining = started_between(qdb, last_big)
+    between, remaining = late_after_backlog(qdb, "big", [None] * 50)
     assert remaining > 1500  # the big key still had most of its backlog when the late jobs came
     assert between < 400, (between, remaining)
 
@@ -313,18 +309,6 @@ def test_late_keys_are_not_held_back_by_jobs_without_a_key_on_four_workers(qdb: 
     """The other way round: 3,000 jobs without a key drain on four workers with default slots; once
     300 are done, five keys enqueue 10 jobs each, one at a time: they start within a few turns (in id
     order, the jobs without a key would all go first)."""
-    big = 3000
-    with qdb.producer() as producer:
-        producer.enqueue_many([Job("test.sleep", {"seconds": 0.02}) for _ in range(big)])
-        last_big = int(qdb.scalar("SELECT MAX(id) FROM mysqlq_jobs"))
-        for _ in range(4):
-            qdb.worker()
-        qdb.wait_for(lambda: int(qdb.scalar(f"SELECT COUNT(*) FROM {EVERY_JOB} WHERE status = 'done'")) >= 300,
-                     what="300 jobs done")
-        late = [producer.enqueue("test.sleep", {"seconds": 0.02}, fairness_key=key)
-                for _ in range(10) for key in ("k0", "k1", "k2", "k3", "k4")]
-    qdb.wait_done(big + len(late), timeout=180)
-    qdb.stop_workers()
-    between, remaining = started_between(qdb, last_big)
+    between, remaining = late_after_backlog(qdb, None, ["k0", "k1", "k2", "k3", "k4"] * 10)
     assert remaining > 1500
     assert between < 400, (between, remaining)
