@@ -20,6 +20,7 @@ from mysqlq.store.db import Database
 
 from ..conftest import QueueDB
 from ..cost.test_enqueue_cost import session_counters
+from ..limits.test_rate_limits import most_in_a_window, starts
 from ..ops_fixtures import assert_one_line_error
 
 
@@ -312,3 +313,21 @@ def test_late_keys_are_not_held_back_by_jobs_without_a_key_on_four_workers(qdb: 
     between, remaining = late_after_backlog(qdb, None, ["k0", "k1", "k2", "k3", "k4"] * 10)
     assert remaining > 1500
     assert between < 400, (between, remaining)
+
+
+def test_a_tenants_rate_limit_holds_with_fair_turns(qdb: QueueDB) -> None:
+    """Ten tenants' jobs of a handler limited to 5 starts a second per key, each job keyed by its
+    tenant for both, beside jobs without a key: two workers never start more than 5 of a tenant's
+    jobs in any second, and run them all."""
+    keys, each = 10, 12
+    with qdb.producer() as producer:
+        producer.enqueue_many([Job("test.rated_key", {"key": f"k{k}"}, fairness_key=f"k{k}")
+                               for _ in range(each) for k in range(keys)])
+        producer.enqueue_many([Job("test.record") for _ in range(100)])
+    for index in range(2):
+        qdb.worker("--name", f"r{index}")
+    qdb.wait_done(keys * each + 100, timeout=120)
+    qdb.stop_workers()
+    by_key = starts(qdb, "test.rated_key")
+    assert len(by_key) == keys and all(len(times) == each for times in by_key.values())
+    assert max(most_in_a_window(times, 1.0) for times in by_key.values()) == 5
