@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import datetime
@@ -13,6 +14,7 @@ from mysqlq.core.config import Dsn, Settings
 from mysqlq.core.errors import InvalidJob
 from mysqlq.core.jobs import DEDUPE_SCOPES, DedupeScope, EnqueueOptions, Job, JobState, job_row, opened
 from mysqlq.producer import workflows
+from mysqlq.producer.group_commit import GroupCommit
 from mysqlq.producer.offload import Offload
 from mysqlq.producer.outbox import Transaction
 from mysqlq.producer.pool import Pool
@@ -51,6 +53,7 @@ class Producer:
         self.hints = hint.Sender(settings)
         self.offload = Offload(pool_size)  # the async methods' threads
         self.renderer = store.RowRenderer()  # its connections are all opened alike (mysqlq.store.db.connect)
+        self.grouped = GroupCommit(settings, self.renderer, self.hints, self.offload)
 
     def _on_connect(self, conn: Connection) -> None:
         with conn.cursor() as cur:
@@ -97,16 +100,13 @@ class Producer:
             job.parents()  # both checked before a connection is taken
             with self.pool.database() as db:
                 job_id = db.run(lambda cur: _in_transaction(cur, workflows.insert, job, self.settings, self.renderer))
-        else:  # the common case, on the shortest path: no Job made, no context manager for the connection
-            row = job_row(self.settings, handler, payload, queue, delay, run_at, priority, dedupe_key,
-                          max_attempts, time_limit, dedupe_scope, concurrency_key)
-            lent = self.pool.take()
-            try:
-                job_id = lent[0].run_on(partial(store.insert_rendered, row=row, renderer=self.renderer))
-            finally:
-                self.pool.give(lent)
-        self.hints.notify((queue,), delay)
-        return job_id
+            self.hints.notify((queue,), delay)
+            return job_id
+        # The common case, on the shortest path (no Job made); written together with the enqueues of
+        # other threads that come while a commit is in flight (mysqlq.producer.group_commit).
+        row = job_row(self.settings, handler, payload, queue, delay, run_at, priority, dedupe_key,
+                      max_attempts, time_limit, dedupe_scope, concurrency_key)
+        return self.grouped.insert(row, delay)
 
     def group(self, members: Iterable[Job], then: Job) -> Group:
         """Enqueue jobs and a callback that runs once, when the last of them has finished, in one
@@ -249,8 +249,15 @@ class Producer:
     # ------------------------------------------------------------------ from async code
 
     async def aenqueue(self, handler: str, payload: object = None, **options: Unpack[EnqueueOptions]) -> int:
-        """Like :meth:`enqueue` (the same options), without blocking the event loop."""
+        """Like :meth:`enqueue` (the same options), without blocking the event loop: the job is made
+        and written on a thread, together with the others enqueued meanwhile (one commit)."""
+        if _grouped(options):
+            make = partial(contextvars.copy_context().run, self._plain_row, handler, payload, options)
+            return await self.grouped.submit(make, options.get("delay", 0.0))
         return await self.offload.call(partial(self.enqueue, handler, payload, **options))
+
+    def _plain_row(self, handler: str, payload: object, options: EnqueueOptions) -> tuple[Any, ...]:
+        return Job(handler, payload, **options).row(self.settings)
 
     async def aenqueue_many(self, jobs: Iterable[Job], progress: Callable[[int], object] | None = None) -> int:
         """Like :meth:`enqueue_many`, without blocking the event loop (``progress`` is called on a thread)."""
@@ -277,6 +284,7 @@ class Producer:
 
     def close(self) -> None:
         self.pool.close()
+        self.grouped.close()
         self.hints.close()
         self.offload.close()
 
@@ -285,6 +293,14 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _grouped(options: EnqueueOptions) -> bool:
+    """Whether a job of these options is written in one row (no tags, ``after``, fairness key or key
+    held for a period), so that its enqueue may share a commit with others'."""
+    return not (options.get("after") or options.get("tags") or options.get("fairness_key") is not None
+                or (options.get("dedupe_key") is not None
+                    and options.get("dedupe_scope", "forever") not in DEDUPE_SCOPES))
 
 
 def _alone(job: Job) -> bool:

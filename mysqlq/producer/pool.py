@@ -25,6 +25,11 @@ def _forked() -> None:
 os.register_at_fork(after_in_child=_forked)
 
 
+def forks() -> int:
+    """How many forks made this process (0 in the first): what is made before a fork starts afresh after it."""
+    return _forks
+
+
 class Pool:
     """At most ``size`` connections, opened as they are first needed and each lent to one thread at a
     time; the most recently returned is lent first, so a single thread keeps using one connection.

@@ -138,7 +138,8 @@ def connect(dsn: Dsn, *, isolation: str | None = None, connect_timeout: int = 10
     The connection takes one statement per query (the driver's default would take several, so that
     a ``;`` smuggled into an application's SQL could run a second statement), except with
     ``multi_statements``: the worker's own connection, which sends only mysqlq's statements and
-    claims a batch, reads it back and completes the one before in one query.
+    claims a batch, reads it back and completes the one before in one query, and a producer's group
+    commit (mysqlq.producer.group_commit), which sends a group's INSERT, its ids' read and COMMIT so.
 
     ``worker_name``: the connection is a worker's, and the statements that end an attempt write
     that name beside the job (a claim writes only the worker's id: see session_worker).

@@ -59,8 +59,8 @@ def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
     single = Figure("W4", {"mode": "single", "n": str(sizes.w4_singles)},
                     spread=("jobs_s", "ratio_bare", "server_us_job"))
     bulk = Figure("W4", {"mode": "bulk", "n": str(sizes.w4_bulk)}, spread=("jobs_s", "ratio_bare", "server_us_job"))
-    threads = Figure("W4", {"mode": "threads", "threads": str(W4_THREADS), "n": str(sizes.w4_singles)},
-                     spread=("jobs_s", "ratio_bare"))
+    threads = {count: Figure("W4", {"mode": "threads", "threads": str(count), "n": str(sizes.w4_singles)},
+                             spread=("jobs_s", "ratio_bare", "server_us_job")) for count in W4_THREADS}
     loop = Figure("W4", {"mode": "async", "in_flight": str(W4_IN_FLIGHT)}, spread=("jobs_s", "lag_p99_ms"))
     for run in range(bench.runs):
         note(f"W4 run {run + 1}: {sizes.w4_singles} single enqueues vs bare INSERTs (alternating in "
@@ -114,20 +114,23 @@ def w4(bench: Bench, sizes: Sizes) -> list[Figure]:
                  ratio_bare=bare_bulk_s / bulk_s, ceiling_ratio_bare=bare_bulk_s / rendered_bulk_s,
                  server_us_job=server.us_per(bulk_jobs), bare_server_us_job=bare_server.us_per(bulk_jobs),
                  ceiling_server_us_job=rendered_server.us_per(bulk_jobs))
-        threads.add(**w4_threads(bench, dsn, sizes.w4_singles))
+        for count, figure in threads.items():
+            figure.add(**w4_threads(bench, dsn, sizes.w4_singles, count))
         loop.add(**w4_async(bench, dsn))
         conn.close()
         bench.drop(dsn.database)
-    return [emit(single), emit(bulk), emit(threads), emit(loop)]
+    return [emit(single), emit(bulk), *[emit(figure) for figure in threads.values()], emit(loop)]
 
 
-W4_THREADS = 8
+W4_THREADS = (8, 16)
 W4_IN_FLIGHT = 1000
 
 
-def w4_threads(bench: Bench, dsn: mysqlq.Dsn, n: int) -> dict[str, float]:
-    """One Producer shared by 8 threads (its pool), against 8 threads each with its own bare connection."""
-    per = n // W4_THREADS
+def w4_threads(bench: Bench, dsn: mysqlq.Dsn, n: int, count: int) -> dict[str, float]:
+    """One Producer shared by ``count`` threads, against as many threads each with its own bare
+    connection (autocommit single-row INSERTs): ``n`` jobs a side, in two halves, in the order bare,
+    mysqlq, mysqlq, bare (a drift of the machine lands on both sides)."""
+    per = n // count // 2  # jobs per thread in each half
     payloads = [payload_bytes(i) for i in range(per)]
 
     def bare(_: int) -> float:
@@ -138,16 +141,22 @@ def w4_threads(bench: Bench, dsn: mysqlq.Dsn, n: int) -> dict[str, float]:
             conn.close()
 
     server, bare_server = ServerCpu(bench), ServerCpu(bench)
-    with mysqlq.Producer(bench.settings(dsn), pool_size=W4_THREADS) as producer, \
-            ThreadPoolExecutor(W4_THREADS) as pool:
-        list(pool.map(lambda i: producer.enqueue("bench.noop", payload(i)), range(W4_THREADS)))  # connect all
-        with server, timer() as t:
-            list(pool.map(lambda t: [producer.enqueue("bench.noop", payload(i)) for i in range(per)],
-                          range(W4_THREADS)))
-        with bare_server, timer() as tb:  # (each thread's connecting counted too)
-            list(pool.map(bare, range(W4_THREADS)))
-    jobs = W4_THREADS * per
-    return {"jobs_s": jobs / t[0], "bare_jobs_s": jobs / tb[0], "ratio_bare": tb[0] / t[0],
+    mysqlq_s = bare_s = 0.0
+    with mysqlq.Producer(bench.settings(dsn), pool_size=min(count, 8)) as producer, \
+            ThreadPoolExecutor(count) as pool:
+        list(pool.map(lambda i: producer.enqueue("bench.noop", payload(i)), range(count)))  # connect all
+        for side in ("bare", "mysqlq", "mysqlq", "bare"):
+            if side == "mysqlq":
+                with server, timer() as t:
+                    list(pool.map(lambda _: [producer.enqueue("bench.noop", payload(i)) for i in range(per)],
+                                  range(count)))
+                mysqlq_s += t[0]
+            else:
+                with bare_server, timer() as t:  # (each thread's connecting counted too)
+                    list(pool.map(bare, range(count)))
+                bare_s += t[0]
+    jobs = 2 * count * per
+    return {"jobs_s": jobs / mysqlq_s, "bare_jobs_s": jobs / bare_s, "ratio_bare": bare_s / mysqlq_s,
             "server_us_job": server.us_per(jobs), "bare_server_us_job": bare_server.us_per(jobs)}
 
 

@@ -98,8 +98,8 @@ def test_a_single_enqueue_reopens_a_lost_connection_and_answers_the_dedupe_holde
     reopened and the INSERT retried, and a taken dedupe key still answers the holder's id."""
     with qdb.producer() as producer:
         first = producer.enqueue("test.record", {"n": 1}, dedupe_key="k")
-        with producer.pool.database() as db:
-            connection_id = db.run(lambda cur: (cur.execute("SELECT CONNECTION_ID()"), cur.fetchone()[0])[1])
+        db = producer.grouped._idle[-1]  # a lone enqueue's connection: the group commit's first writer
+        connection_id = db.run(lambda cur: (cur.execute("SELECT CONNECTION_ID()"), cur.fetchone()[0])[1])
         qdb.query("KILL %s", (connection_id,))
         second = producer.enqueue("test.record", {"n": 2})
         assert producer.enqueue("test.record", {"n": 3}, dedupe_key="k") == first

@@ -162,6 +162,20 @@ SELECT id, tags FROM mysqlq_jobs
  WHERE id BETWEEN %(first)s AND %(first)s + %(places)s * @@auto_increment_increment
  ORDER BY id;
 
+-- name: grouped_ids
+-- Where a group commit's ids begin, read in its transaction after its insert_jobs (mysqlq.store.grouped):
+-- its rows without a dedupe key went first, and the server reserves a multi-row INSERT's ids as one
+-- block (the SQL layer asks the engine for as many values as the statement has rows, taken at once
+-- in every InnoDB lock mode), so theirs are LAST_INSERT_ID() onwards, one auto_increment_increment
+-- apart (Galera sets the increment to the cluster's size).
+SELECT LAST_INSERT_ID(), @@auto_increment_increment;
+
+-- name: grouped_keys
+-- The jobs holding the dedupe keys of a group commit's rows ({ids}: the keys), read in its transaction
+-- after its insert_jobs: a key that was free is its new job's, a taken one its holder's (whose row the
+-- insert's duplicate check locked, so that the holder cannot let go of the key meanwhile).
+SELECT dedupe_key, id FROM mysqlq_jobs WHERE dedupe_key IN ({ids});
+
 -- name: job_values_due
 -- One row of insert_job or insert_jobs for a job due at once (no run_at, no delay): job_values
 -- without run_at and delay, whose expression costs the server about an eighth of a bulk insert.
