@@ -33,7 +33,8 @@ def hold_the_first_commit(monkeypatch: pytest.MonkeyPatch, producer: Any, until_
             held.set()
             deadline = time.monotonic() + 30
             while len(producer.grouped._pending) < until_waiting:
-                assert time.monotonic() < deadline, f"{len(producer.grouped._pending)} enqueues came, not {until_waiting}"
+                came = len(producer.grouped._pending)
+                assert time.monotonic() < deadline, f"{came} enqueues came, not {until_waiting}"
                 time.sleep(0.001)
         return send(conn, row, renderer)
 
@@ -162,13 +163,15 @@ def test_a_database_error_fails_exactly_its_group_and_writes_none_of_it(
     sizes = groups_written(monkeypatch)
     held = hold_the_first_commit(monkeypatch, producer, until_waiting=5)
 
-    outcomes = in_threads(6, lambda n: producer.enqueue("test.record", {"n": n, **({"poison": 1} if n == 3 else {})}), held)
+    outcomes = in_threads(
+        6, lambda n: producer.enqueue("test.record", {"n": n, **({"poison": 1} if n == 3 else {})}), held)
 
     assert sizes == [5]
     lone = [outcome for outcome in outcomes if isinstance(outcome, int)]
     failed = [outcome for outcome in outcomes if not isinstance(outcome, int)]
     assert len(lone) == 1 and len(failed) == 5  # the poisoned job's whole group, and only it
-    assert all(isinstance(exc, MySQLdb.OperationalError) and "poisoned job" in str(exc) for exc in failed)
+    assert all(isinstance(exc, MySQLdb.OperationalError) for exc in failed)
+    assert all("poisoned job" in str(exc) for exc in failed)
     payloads = [row[0] for row in qdb.query("SELECT CAST(payload AS CHAR) FROM mysqlq_jobs")]
     assert sorted(payloads) == ['{"first":true}', '{"n":0}']  # nothing of the group
     assert producer.enqueue("test.record", {"after": True}) > lone[0]  # the producer goes on

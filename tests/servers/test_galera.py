@@ -275,3 +275,60 @@ def test_keyed_producers_on_two_nodes_and_jobs_without_a_key_run_once(cluster: P
     # One row per key, the shared one too, whichever node enqueued its jobs.
     assert int(str(scalar(dsn, "SELECT COUNT(*) FROM mysqlq_fair_keys WHERE fairness_key <> ''"))) == 5
     assert all(proc.poll() is None for proc in workers.procs), "a worker exited"
+
+
+def test_group_commits_on_every_node_tell_each_caller_its_own_job_and_a_lost_certification_retries_the_group(
+        cluster: PrivateGalera, database: str) -> None:
+    """Sixteen threads share one producer on each node, and every fourth enqueue names a dedupe key
+    that the other nodes' producers name too: groups of jobs (ids a cluster-size increment apart)
+    and keys taken on two nodes at once, whose loser fails certification at COMMIT and is retried
+    as one group. Every caller is told the id of its own job, and each key makes one job."""
+    dsn = node_dsn(cluster, database, 1)
+    assert run(["migrate"], dsn).returncode == 0
+    producers = [Producer(Settings(dsn=Dsn.parse(node_dsn(cluster, database, node)), hint=False))
+                 for node in (1, 2, 3)]
+    per_thread = 30
+
+    def work(node: int, thread: int) -> list[tuple[int, str | None, str]]:
+        told = []
+        for n in range(per_thread):
+            key = f"shared-{n}" if n % 4 == 0 else None
+            payload = {"node": node, "thread": thread, "n": n}
+            told.append((producers[node].enqueue("test.record", payload, dedupe_key=key), key, json.dumps(payload)))
+        return told
+
+    try:
+        results: list[list[tuple[int, str | None, str]]] = []
+        lock = threading.Lock()
+
+        def one(node: int, thread: int) -> None:
+            answers = work(node, thread)
+            with lock:
+                results.append(answers)
+
+        threads = [threading.Thread(target=one, args=(node, thread)) for node in range(3) for thread in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for producer in producers:
+            producer.close()
+    conn = connect(Dsn.parse(dsn))
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION wsrep_sync_wait = 1")
+            cur.execute("SELECT id, CAST(payload AS CHAR), dedupe_key FROM mysqlq_jobs")
+            rows = {int(job_id): (payload, key) for job_id, payload, key in cur.fetchall()}
+    finally:
+        conn.close()
+    holders: dict[str, int] = {}
+    for answers in results:
+        for job_id, key, payload in answers:
+            if key is None:
+                assert json.loads(rows[job_id][0]) == json.loads(payload)
+            else:
+                assert rows[job_id][1] == key
+                assert holders.setdefault(key, job_id) == job_id
+    assert len(results) == 48
+    assert len(rows) == 48 * (per_thread - len(holders)) + len(holders)
