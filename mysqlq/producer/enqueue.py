@@ -53,7 +53,7 @@ class Producer:
         self.hints = hint.Sender(settings)
         self.offload = Offload(pool_size)  # the async methods' threads
         self.renderer = store.RowRenderer()  # its connections are all opened alike (mysqlq.store.db.connect)
-        self.grouped = GroupCommit(settings, self.renderer, self.hints, self.offload)
+        self.grouped = GroupCommit(settings, self.renderer, self.hints)
 
     def _on_connect(self, conn: Connection) -> None:
         with conn.cursor() as cur:

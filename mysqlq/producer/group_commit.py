@@ -3,39 +3,42 @@ together as soon as it ends, in one multi-row INSERT and one commit (mysqlq.stor
 caller is told its own job's id once that commit is done.
 
 There is no timer. A lone enqueue finds no commit in flight and commits at once, on its own thread,
-as it always did. Only while one is in flight do the others wait, and they wait for that commit,
-not for a clock: then the first thread among them writes all that came (natural batching, as a
-database's own group commit). An ``aenqueue`` waits without a thread: its job joins the same
-groups, and a group of async callers alone is written on one of the producer's threads.
+as it always did. One that comes while a commit is in flight waits for that commit, not for a clock:
+as soon as a commit ends, everything that came meanwhile is sent as the next group (natural
+batching, as a database's own group commit). An ``aenqueue`` waits without a thread: its job joins
+the same groups.
 
-At most one commit of a producer is in flight, on a connection of its own that takes several
-statements per query (the group's INSERT, its check and its COMMIT go out in two round trips).
+The groups are written by one thread of the producer's, which keeps up to IN_FLIGHT of them in
+flight, each on a connection of its own that takes several statements per query (a group is one
+query). As soon as a group's answer comes, the next group goes out on that connection, and only then
+are the answered group's callers woken: the server works while Python wakes them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
+
+import MySQLdb
 
 from mysqlq import hint
 from mysqlq.core.config import Settings
 from mysqlq.producer import pool as pools
 from mysqlq.store import grouped
 from mysqlq.store import jobs as store
-from mysqlq.store.db import CLI_RETRY, Connection, Database
+from mysqlq.store.db import CLI_RETRY, Connection, Database, is_transient
 from mysqlq.store.schema import check_schema
 
 if TYPE_CHECKING:
     import asyncio
 
-    from mysqlq.producer.offload import Offload
-
 QUEUE = store.NAMES.index("queue")
 PAYLOAD = store.NAMES.index("payload")
-IN_FLIGHT = 2  # commits of one producer in flight at most: while one waits for the disk, the next is sent
+IN_FLIGHT = 2  # commits of one producer in flight at most: while one waits for the log, the next is sent
 MAX_ROWS = 32  # jobs in one group at most: an async caller's rows are made and rendered holding the GIL
 MAX_BYTES = 4 * 1024 * 1024  # nor more payload than this in one group (well under max_allowed_packet)
 
@@ -44,7 +47,7 @@ class _Entry:
     """One caller's job in a group: its row (or, for an async caller, what makes it on the writer's
     thread), and how the caller is told the outcome."""
 
-    __slots__ = ("delay", "error", "future", "job_id", "lead", "loop", "make", "row", "waiting")
+    __slots__ = ("delay", "error", "future", "job_id", "loop", "make", "row", "waiting")
 
     def __init__(self, row: Sequence[Any] | None, delay: float, make: Callable[[], Sequence[Any]] | None = None,
                  loop: asyncio.AbstractEventLoop | None = None, future: asyncio.Future[int] | None = None) -> None:
@@ -55,36 +58,51 @@ class _Entry:
         self.future = future
         self.job_id = 0
         self.error: BaseException | None = None
-        self.lead: tuple[list[_Entry], Database] | None = None  # a group this waiting thread is to write
-        self.waiting: threading.Lock | None = None  # held until the thread may go on (sync callers)
+        self.waiting: threading.Lock | None = None  # held until the outcome is known (a waiting thread)
         if future is None:
             self.waiting = threading.Lock()
             self.waiting.acquire()
 
 
+class _InFlight:
+    """A group sent on a writer's connection, its answer not yet read."""
+
+    __slots__ = ("db", "entries", "group", "rows", "sent")
+
+    def __init__(self, db: Database, group: list[_Entry], entries: list[_Entry], rows: list[Sequence[Any]],
+                 sent: grouped.SentGroup | None) -> None:
+        self.db = db
+        self.group = group  # every caller of the group (the refused ones too)
+        self.entries = entries  # those whose rows were sent
+        self.rows = rows
+        self.sent = sent  # None: not sent (sending failed), to be written with retries
+
+
 class GroupCommit:
     """A producer's plain enqueues (no tags, ``after``, fairness key or period key), grouped."""
 
-    def __init__(self, settings: Settings, renderer: store.RowRenderer, hints: hint.Sender, offload: Offload,
+    def __init__(self, settings: Settings, renderer: store.RowRenderer, hints: hint.Sender,
                  in_flight: int = IN_FLIGHT) -> None:
         self.settings = settings
         self.renderer = renderer
         self.hints = hints
-        self.offload = offload
         self.in_flight = in_flight
         self._reset()
 
     def _reset(self) -> None:
-        # In a forked child the parent's connections must be neither used nor closed, and a lock held
-        # by one of the parent's threads at the fork would never be released.
+        # In a forked child the parent's connections must be neither used nor closed, a lock held by
+        # one of the parent's threads at the fork would never be released, and its writer is gone.
         self._forks = pools.forks()
         self._lock = threading.Lock()
-        self._writing = 0  # commits in flight (or about to be sent)
-        self._pending: list[_Entry] = []  # only while all in_flight are: then the next group waits here
-        self._idle: list[Database] = []  # the writers' connections not in use
+        self._wanted = threading.Condition(self._lock)  # the writer waits here for jobs to send
+        self._busy = 0  # connections in use: a lone enqueue's, or a group's in flight
+        self._pending: list[_Entry] = []
+        self._idle: list[Database] = []  # the connections not in use
+        self._writer: threading.Thread | None = None
+        self._closed = False
 
-    def _writer(self) -> Database:
-        """An idle writer's connection, or a new one (under the lock, with a commit counted in flight)."""
+    def _connection(self) -> Database:
+        """An idle connection, or a new one (under the lock, counted busy by the caller)."""
         if self._idle:
             return self._idle.pop()
         return Database(self.settings.dsn, retry=CLI_RETRY, on_connect=_check, multi_statements=True)
@@ -95,49 +113,54 @@ class GroupCommit:
         if self._forks != pools.forks():
             self._reset()
         with self._lock:
-            if self._writing < self.in_flight:
-                self._writing += 1
-                db: Database | None = self._writer()
+            db = None
+            if self._busy < self.in_flight and not self._pending:
+                self._busy += 1
+                db = self._connection()
             else:
-                db = None
                 entry = _Entry(row, delay)
                 self._pending.append(entry)
-        if db is not None:  # no commit waits: at once, on the shortest path
+                self._wake()
+        if db is not None:  # nothing waits: at once, on the shortest path
             try:
                 job_id = db.run_on(partial(store.insert_rendered, row=row, renderer=self.renderer))
             finally:
-                self._hand_over(db)
+                with self._lock:
+                    self._busy -= 1
+                    self._idle.append(db)
+                    if self._pending:
+                        self._wake()
             self.hints.notify((row[QUEUE],), delay)
             return job_id
         assert entry.waiting is not None
-        entry.waiting.acquire()  # released when the group is written, or when this thread is to write it
-        if entry.lead is not None:
-            group, db = entry.lead
-            self._write(group, db, writer=entry)
+        entry.waiting.acquire()  # released once its group's outcome is known
         if entry.error is not None:
             raise entry.error
         return entry.job_id
 
     def submit(self, make: Callable[[], Sequence[Any]], delay: float) -> asyncio.Future[int]:
-        """Enqueue, from an event loop, the row ``make()`` makes (on a thread: run it in the caller's
-        context); the future holds the job's id once committed, or the error that ``make`` or the
-        commit raised."""
+        """Enqueue, from an event loop, the row ``make()`` makes (on the writer's thread: run it in the
+        caller's context); the future holds the job's id once committed, or the error that ``make`` or
+        the commit raised."""
         import asyncio  # loaded already: only async callers come here
 
         if self._forks != pools.forks():
             self._reset()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[int] = loop.create_future()
-        entry = _Entry(None, delay, make, loop, future)
         with self._lock:
-            self._pending.append(entry)
-            if self._writing == self.in_flight:
-                return future
-            self._writing += 1
-            db = self._writer()
-            group = self._take()
-        self.offload.submit(self._write, group, db, None)
+            self._pending.append(_Entry(None, delay, make, loop, future))
+            self._wake()
         return future
+
+    def _wake(self) -> None:
+        """(Under the lock, with jobs pending.) Wake the writer, or start it."""
+        if self._writer is None:
+            self._closed = False
+            self._writer = threading.Thread(target=self._write, name="mysqlq-group-commit", daemon=True)
+            self._writer.start()
+        else:
+            self._wanted.notify()
 
     def _take(self) -> list[_Entry]:
         """The next group (under the lock): the oldest pending jobs, up to MAX_ROWS and MAX_BYTES."""
@@ -151,53 +174,103 @@ class GroupCommit:
         group, self._pending = self._pending[:count], self._pending[count:]
         return group
 
-    def _hand_over(self, db: Database) -> None:
-        """After a commit on ``db``: the next group goes to a thread waiting in it, or to one of the
-        producer's threads when only async callers wait; with nothing pending, one commit less is in flight."""
-        with self._lock:
-            if not self._pending:
-                self._writing -= 1
-                self._idle.append(db)
-                return
-            group = self._take()
-        for entry in group:
-            if entry.waiting is not None:
-                entry.lead = (group, db)
-                entry.waiting.release()
-                return
-        self.offload.submit(self._write, group, db, None)
+    def _write(self) -> None:
+        """The writer's thread: send each group as soon as a connection is free for it, read the answers
+        oldest first; after each answer, send the next group before telling the answered one's callers."""
+        flying: deque[_InFlight] = deque()
+        try:
+            self._writing(flying)
+        except BaseException as exc:  # a bug of its own: no caller may wait for ever
+            with self._lock:
+                stranded, self._pending = [entry for flight in flying for entry in flight.group] + self._pending, []
+                self._busy -= len(flying)
+                self._writer = None
+            for flight in flying:  # in no known state: opened anew when next needed
+                flight.db.close()
+            for entry in stranded:
+                entry.error = exc
+            _tell(stranded)
+            raise
 
-    def _write(self, group: list[_Entry], db: Database, writer: _Entry | None) -> None:
-        """Write ``group`` in one transaction on ``db``, hand the next one over, then tell each caller."""
+    def _writing(self, flying: deque[_InFlight]) -> None:
+        while True:
+            with self._lock:
+                while not flying and not (self._pending and self._busy < self.in_flight):
+                    if self._closed:
+                        self._writer = None
+                        return
+                    self._wanted.wait()
+                group, db = [], None
+                if self._pending and self._busy < self.in_flight:
+                    self._busy += 1
+                    db = self._connection()
+                    group = self._take()
+            if db is not None:
+                flying.append(self._send(group, db))
+                if len(flying) < self.in_flight:
+                    continue  # another group may go out before the oldest answer is read
+            answered = flying.popleft()
+            self._receive(answered)
+            with self._lock:
+                self._busy -= 1
+                self._idle.append(answered.db)
+                if self._pending and self._busy < self.in_flight:  # the next group, before the wake-ups
+                    self._busy += 1
+                    db = self._connection()
+                    group = self._take()
+                else:
+                    db = None
+            if db is not None:
+                flying.append(self._send(group, db))
+            _tell(answered.group)
+            self._hint(answered.entries)
+
+    def _send(self, group: list[_Entry], db: Database) -> _InFlight:
+        """Make the group's rows (an async caller's bad input is refused here, to that caller alone) and
+        send them in one query, without waiting for the answer."""
         entries: list[_Entry] = []
         rows: list[Sequence[Any]] = []
         for entry in group:
             if entry.make is not None:
                 try:
                     entry.row = entry.make()
-                except Exception as exc:  # bad input: refused, only this caller's, before the group is sent
+                except Exception as exc:
                     entry.error = exc
                     continue
             assert entry.row is not None
             entries.append(entry)
             rows.append(entry.row)
-        try:
-            if entries:
-                ids = db.run_on(partial(self._send, rows=rows))
-                for entry, job_id in zip(entries, ids, strict=True):
-                    entry.job_id = job_id
-        except BaseException as exc:  # every caller of the group hears of it; nothing was written
-            for entry in entries:
-                entry.error = exc
-        finally:
-            self._hand_over(db)
-        _tell(group, writer)
-        self._hint(entries)
+        sent = None
+        if rows:
+            try:
+                sent = grouped.send_group(db.conn, rows, self.renderer)
+            except Exception:  # not connected, or the connection is gone: written with retries instead
+                db.close()
+        return _InFlight(db, group, entries, rows, sent)
 
-    def _send(self, conn: Connection, rows: list[Sequence[Any]]) -> list[int]:
-        if len(rows) == 1:
-            return [store.insert_rendered(conn, rows[0], self.renderer)]
-        return grouped.insert_group(conn, rows, self.renderer)
+    def _receive(self, flight: _InFlight) -> None:
+        """The group's outcome: each caller's id, or the error every caller of it hears (nothing of it
+        written). A transient failure (a deadlock, a lost certification, a lost connection) is retried
+        for the whole group, as a single enqueue's is."""
+        if not flight.rows:
+            return
+        try:
+            if flight.sent is None:
+                ids = flight.db.run_on(partial(grouped.insert_group, rows=flight.rows, renderer=self.renderer))
+            else:
+                try:
+                    ids = flight.sent.receive()
+                except MySQLdb.Error as exc:
+                    if not is_transient(exc):
+                        raise
+                    flight.db.close()
+                    ids = flight.db.run_on(partial(grouped.insert_group, rows=flight.rows, renderer=self.renderer))
+        except BaseException as exc:
+            for entry in flight.entries:
+                entry.error = exc
+            return
+        for entry, job_id in zip(flight.entries, ids, strict=True):
+            entry.job_id = job_id
 
     def _hint(self, entries: list[_Entry]) -> None:
         """One wake-up per group: each queue once, with the shortest delay of its jobs."""
@@ -210,20 +283,22 @@ class GroupCommit:
             self.hints.notify([queue for queue, its in delays.items() if its == delay], delay)
 
     def close(self) -> None:
-        """Close the idle writers' connections (one in use meanwhile stays open until the next close)."""
+        """Close the idle connections (one in use meanwhile stays open until the next close); the writer
+        leaves once nothing is in flight or pending."""
         with self._lock:
             idle, self._idle = self._idle, []
+            self._closed = True
+            self._wanted.notify()
         for db in idle:
             db.close()
 
 
-def _tell(group: list[_Entry], writer: _Entry | None) -> None:
+def _tell(group: list[_Entry]) -> None:
     """Wake the group's waiting threads, and settle its async callers' futures (one call into each loop)."""
     loops: dict[asyncio.AbstractEventLoop, list[_Entry]] = {}
     for entry in group:
         if entry.waiting is not None:
-            if entry is not writer:
-                entry.waiting.release()
+            entry.waiting.release()
         elif entry.loop is not None:
             loops.setdefault(entry.loop, []).append(entry)
     for loop, settled in loops.items():

@@ -64,11 +64,6 @@ class Offload:
         return await asyncio.get_running_loop().run_in_executor(self._threads(),
                                                                 partial(context.run, func, *args, **kwargs))
 
-    def submit(self, func: Callable[[*Ts], object], *args: *Ts) -> None:
-        """``func(*args)`` on one of the threads, awaited by nobody (a group commit of async callers,
-        who are told through their futures)."""
-        self._threads().submit(func, *args)
-
     @asynccontextmanager
     async def place(self) -> AsyncIterator[None]:
         """Hold one of the loop's places for the block (an async transaction, from BEGIN to COMMIT)."""

@@ -21,7 +21,7 @@ def session_counters(producer: Any) -> dict[str, int]:
     with producer.pool.database():  # opened now, not by the work measured (its schema check would count)
         pass
     if not producer.grouped._idle:
-        producer.grouped._idle.append(producer.grouped._writer())
+        producer.grouped._idle.append(producer.grouped._connection())
     found: dict[str, int] = {}
     for db in [*producer.pool._idle, *producer.grouped._idle]:
         shows = getattr(db.conn, "_counted", 0) + 1

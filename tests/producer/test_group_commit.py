@@ -23,12 +23,12 @@ from ..conftest import QueueDB
 
 
 def hold_the_first_commit(monkeypatch: pytest.MonkeyPatch, producer: Any, until_waiting: int) -> threading.Event:
-    """The next lone enqueue's INSERT is sent only once ``until_waiting`` others wait behind it: the
-    group that follows is then exactly those (a commit in flight, not a clock, is what groups them)."""
-    send = store.insert_rendered
+    """The next commit (a lone enqueue's, or a group's) is let through only once ``until_waiting``
+    enqueues wait behind it: the group that follows is then exactly those (a commit in flight, not a
+    clock, is what groups them)."""
     held = threading.Event()
 
-    def held_send(conn: Any, row: Any, renderer: Any) -> int:
+    def hold() -> None:
         if not held.is_set():
             held.set()
             deadline = time.monotonic() + 30
@@ -36,22 +36,32 @@ def hold_the_first_commit(monkeypatch: pytest.MonkeyPatch, producer: Any, until_
                 came = len(producer.grouped._pending)
                 assert time.monotonic() < deadline, f"{came} enqueues came, not {until_waiting}"
                 time.sleep(0.001)
+
+    send, receive = store.insert_rendered, grouped.SentGroup.receive
+
+    def held_send(conn: Any, row: Any, renderer: Any) -> int:
+        hold()
         return send(conn, row, renderer)
 
+    def held_receive(self: grouped.SentGroup) -> list[int]:
+        hold()
+        return receive(self)
+
     monkeypatch.setattr(store, "insert_rendered", held_send)
+    monkeypatch.setattr(grouped.SentGroup, "receive", held_receive)
     return held
 
 
 def groups_written(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The sizes of the groups of more than one job written from now on."""
+    """The sizes of the groups written from now on (a lone enqueue's single INSERT is none)."""
     sizes: list[int] = []
-    insert = grouped.insert_group
+    send = grouped.send_group
 
-    def counted(conn: Any, rows: Any, renderer: Any) -> list[int]:
+    def counted(conn: Any, rows: Any, renderer: Any) -> grouped.SentGroup:
         sizes.append(len(rows))
-        return insert(conn, rows, renderer)
+        return send(conn, rows, renderer)
 
-    monkeypatch.setattr(grouped, "insert_group", counted)
+    monkeypatch.setattr(grouped, "send_group", counted)
     return sizes
 
 
@@ -195,7 +205,7 @@ def test_async_callers_share_a_commit_and_a_bad_job_is_refused_alone(
     assert isinstance(outcomes[8], InvalidJob) and "priority" in str(outcomes[8])
     ids = [outcome for n, outcome in enumerate(outcomes) if n not in (5, 8)]
     assert all(isinstance(job_id, int) for job_id in ids)
-    assert sizes == [10]  # the first alone; the others that came meanwhile together, less the two refused
+    assert sizes == [1, 10]  # the first alone; the others that came meanwhile together, less the two refused
     rows = dict(qdb.query("SELECT id, JSON_VALUE(CAST(payload AS CHAR), '$.n') FROM mysqlq_jobs"))
     assert [int(rows[job_id]) for job_id in ids] == list(range(11))
     assert qdb.scalar("SELECT COUNT(*) FROM mysqlq_jobs") == 1 + 11
